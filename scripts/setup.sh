@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every Debian package that building, testing, the demo and the
+# benchmarks need. Idempotent: when everything is present it installs nothing.
+# Works as root on a fresh Debian 12 (bookworm); uses sudo otherwise.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config git clang-16 libclang-rt-16-dev
+  clang-format python3
+  # libraries crawld links against
+  libcurl4-openssl-dev libc-ares-dev libgumbo-dev libleveldb-dev libssl-dev
+  libxxhash-dev libuv1-dev libre2-dev libtomlplusplus-dev libpsl-dev
+  libidn2-dev libdeflate-dev zlib1g-dev libhiredis-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev dnsmasq-base redis-server wrk
+  openssl procps
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
