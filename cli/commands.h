@@ -1,0 +1,20 @@
+// cli/commands.h: the crawlctl command groups. Each group lives in its own
+// file (cmd_<group>.cc) and is called with argv[0] == the group name.
+//
+// Contract for every Run*Command: parse its own flags, print `--help` text
+// to stdout, write results to stdout and diagnostics to stderr, and return
+// the process exit code: 0 success, 1 the checked input has defects (e.g.
+// `warc verify` found a bad record), 2 usage or I/O error.
+#ifndef CRAWLD_CLI_COMMANDS_H_
+#define CRAWLD_CLI_COMMANDS_H_
+
+namespace crawld::cli {
+
+int RunUrlCommand(int argc, char** argv);     // url resolve | url canon
+int RunLinksCommand(int argc, char** argv);   // links --base URL
+int RunRobotsCommand(int argc, char** argv);  // robots check | robots show
+int RunWarcCommand(int argc, char** argv);    // warc verify | ls | get
+
+}  // namespace crawld::cli
+
+#endif  // CRAWLD_CLI_COMMANDS_H_

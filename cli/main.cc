@@ -1,0 +1,66 @@
+// crawlctl: the operator's and tester's command-line tool. Offline commands
+// show what one component does with one input; online commands talk to a
+// running crawld's admin API.
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "cli/commands.h"
+
+namespace {
+
+struct Group {
+  const char* name;
+  const char* summary;
+  int (*run)(int, char**);
+};
+
+constexpr Group kGroups[] = {
+#ifdef CRAWLD_HAVE_CMD_URL
+    {"url", "resolve hrefs against a base, canonicalize URLs",
+     crawld::cli::RunUrlCommand},
+#endif
+#ifdef CRAWLD_HAVE_CMD_LINKS
+    {"links", "extract the links of an HTML document",
+     crawld::cli::RunLinksCommand},
+#endif
+#ifdef CRAWLD_HAVE_CMD_ROBOTS
+    {"robots", "check URLs against a robots.txt",
+     crawld::cli::RunRobotsCommand},
+#endif
+#ifdef CRAWLD_HAVE_CMD_WARC
+    {"warc", "verify and list WARC files", crawld::cli::RunWarcCommand},
+#endif
+};
+
+void Usage(FILE* out) {
+  std::fprintf(out,
+               "usage: crawlctl <command> [args...]\n"
+               "       crawlctl <command> --help\n\ncommands:\n");
+  for (const Group& g : kGroups) {
+    std::fprintf(out, "  %-8s %s\n", g.name, g.summary);
+  }
+  std::fprintf(out,
+               "\nexit codes: 0 success, 1 the input has defects, "
+               "2 usage or I/O error\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    Usage(stderr);
+    return 2;
+  }
+  std::string_view cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    Usage(stdout);
+    return 0;
+  }
+  for (const Group& g : kGroups) {
+    if (cmd == g.name) return g.run(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "crawlctl: unknown command '%s'\n", argv[1]);
+  Usage(stderr);
+  return 2;
+}
