@@ -1,0 +1,81 @@
+// conf_bench: cost of loading and freezing a config. Not a hot path (the
+// daemon parses once at start), measured so a regression such as a
+// quadratic error report shows up. Inputs are built from the schema itself:
+// ToToml(Defaults()) is conf/crawler.toml without its header comment.
+//
+// Counters: items/s = configs per second, bytes/s = TOML bytes per second.
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "conf/conf.h"
+
+namespace {
+
+using crawld::conf::Config;
+
+void BM_ParseDefaultsFile(benchmark::State& state) {
+  const std::string text = crawld::conf::ToToml(crawld::conf::Defaults());
+  for (auto _ : state) {
+    auto r = crawld::conf::ParseConfig(text, "crawler.toml");
+    if (!r.ok()) state.SkipWithError("parse failed");
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(state.iterations() *
+                          static_cast<int64_t>(text.size()));
+}
+BENCHMARK(BM_ParseDefaultsFile);
+
+// A short file without comments: the per-key cost rather than the lexer.
+void BM_ParseMinimalFile(benchmark::State& state) {
+  const std::string text =
+      "[crawl]\nuser_agent = \"bot/1 (+https://example.org/bot)\"\n"
+      "max_depth = 5\n[fetch]\nmax_body_bytes = 1048576\n"
+      "[dns]\nservers = [\"127.0.0.1:53\", \"[::1]:53\"]\n"
+      "[network]\nallow_private = true\n";
+  for (auto _ : state) {
+    auto r = crawld::conf::ParseConfig(text, "min.toml");
+    if (!r.ok()) state.SkipWithError("parse failed");
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(state.iterations() *
+                          static_cast<int64_t>(text.size()));
+}
+BENCHMARK(BM_ParseMinimalFile);
+
+// A file with many errors: building the report must stay cheap.
+void BM_ParseFileWithErrors(benchmark::State& state) {
+  std::string text = "[crawl]\n";
+  for (int i = 0; i < 200; ++i) {
+    text += "unknown_key_" + std::to_string(i) + " = 1\n";
+  }
+  for (auto _ : state) {
+    auto r = crawld::conf::ParseConfig(text, "bad.toml");
+    if (r.ok()) state.SkipWithError("parse unexpectedly succeeded");
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(state.iterations() *
+                          static_cast<int64_t>(text.size()));
+}
+BENCHMARK(BM_ParseFileWithErrors);
+
+void BM_ToToml(benchmark::State& state) {
+  Config c = crawld::conf::Defaults();
+  c.dns.servers = {"127.0.0.1:53", "[::1]:53"};
+  size_t bytes = 0;
+  for (auto _ : state) {
+    std::string text = crawld::conf::ToToml(c);
+    bytes += text.size();
+    benchmark::DoNotOptimize(text);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(static_cast<int64_t>(bytes));
+}
+BENCHMARK(BM_ToToml);
+
+}  // namespace
+
+BENCHMARK_MAIN();

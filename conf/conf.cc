@@ -1,0 +1,1133 @@
+// conf/conf.cc: the schema table, the TOML reader and the TOML writer.
+//
+// Everything about a key (where it lives in Config, its type, its range,
+// its doc) is one row of kKeys, so parsing, validation, serialization and
+// the documentation checks cannot disagree about the schema.
+#include "conf/conf.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cstdio>
+#include <exception>
+#include <optional>
+#include <system_error>
+#include <variant>
+
+// Debian ships toml++ as a shared library built with exceptions (the
+// toml::v3::ex ABI); TOML_EXCEPTIONS=0 here would not link against it. So we
+// parse with exceptions on and catch everything inside this file.
+#include <toml++/toml.h>
+#if !TOML_EXCEPTIONS
+#error "conf/ expects toml++ with exceptions (Debian's libtomlplusplus)"
+#endif
+
+namespace crawld::conf {
+namespace {
+
+// ---------------------------------------------------------------------------
+// The schema.
+
+// Where a key's value lives. The pointee type decides the TOML type: bool is
+// a boolean, the integer types are integers, double is a float.
+using FieldRef = std::variant<bool* (*)(Config&), int* (*)(Config&),
+                              int64_t* (*)(Config&), uint64_t* (*)(Config&),
+                              double* (*)(Config&), std::string* (*)(Config&),
+                              std::vector<std::string>* (*)(Config&)>;
+
+enum class Type { kBool, kInt, kFloat, kString, kStringList };
+
+// Returns "" when the string is acceptable, else what is wrong with it.
+using StringCheck = std::string (*)(std::string_view);
+
+struct Loc {
+  std::string_view table;
+  std::string_view name;
+  FieldRef field;
+};
+
+struct Key {
+  std::string_view table;
+  std::string_view name;
+  FieldRef field;
+  int64_t int_min = 0;  // integer keys: inclusive range
+  int64_t int_max = 0;
+  double float_min = 0;  // float keys: inclusive range
+  double float_max = 0;
+  StringCheck check = nullptr;  // string keys, and each element of a list
+  std::string_view rule;        // string keys: the check in words
+  size_t max_items = 0;         // list keys
+  std::string_view doc;
+};
+
+constexpr Key BoolKey(Loc l, std::string_view doc) {
+  return Key{l.table, l.name, l.field, 0, 0, 0, 0, nullptr, {}, 0, doc};
+}
+constexpr Key IntKey(Loc l, int64_t lo, int64_t hi, std::string_view doc) {
+  return Key{l.table, l.name, l.field, lo, hi, 0, 0, nullptr, {}, 0, doc};
+}
+constexpr Key FloatKey(Loc l, double lo, double hi, std::string_view doc) {
+  return Key{l.table, l.name, l.field, 0, 0, lo, hi, nullptr, {}, 0, doc};
+}
+constexpr Key StringKey(Loc l, StringCheck check, std::string_view rule,
+                        std::string_view doc) {
+  return Key{l.table, l.name, l.field, 0, 0, 0, 0, check, rule, 0, doc};
+}
+constexpr Key ListKey(Loc l, StringCheck check, std::string_view rule,
+                      size_t max_items, std::string_view doc) {
+  return Key{l.table, l.name, l.field, 0, 0, 0, 0, check, rule, max_items, doc};
+}
+
+constexpr Type TypeOf(const Key& k) {
+  switch (k.field.index()) {
+    case 0:
+      return Type::kBool;
+    case 1:
+    case 2:
+    case 3:
+      return Type::kInt;
+    case 4:
+      return Type::kFloat;
+    case 5:
+      return Type::kString;
+    default:
+      return Type::kStringList;
+  }
+}
+
+bool IsPrintableAscii(char c) { return c >= 0x20 && c <= 0x7e; }
+bool IsControl(char c) {
+  return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+}
+
+std::string CheckUserAgent(std::string_view s) {
+  if (s.empty()) return "must not be empty";
+  if (s.size() > 512) return "must be at most 512 bytes";
+  if (!std::all_of(s.begin(), s.end(), IsPrintableAscii)) {
+    return "must be printable ASCII (it is sent as an HTTP header)";
+  }
+  // A contact URL: "http://" or "https://" followed by at least one
+  // character of a host. The "+" that usually precedes it is a convention,
+  // not a requirement.
+  std::string lower(s);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  });
+  for (std::string_view scheme : {"http://", "https://"}) {
+    for (size_t pos = lower.find(scheme); pos != std::string::npos;
+         pos = lower.find(scheme, pos + 1)) {
+      size_t after = pos + scheme.size();
+      if (after < lower.size() && lower[after] != ' ' && lower[after] != ')' &&
+          lower[after] != ';' && lower[after] != '/') {
+        return "";
+      }
+    }
+  }
+  return "must contain a contact URL, e.g. \"mybot/1.0 "
+         "(+https://example.org/bot)\"";
+}
+
+std::string CheckProductToken(std::string_view s) {
+  if (s.empty()) return "must not be empty";
+  if (s.size() > 64) return "must be at most 64 bytes";
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+          c == '-')) {
+      return "must match [a-zA-Z_-]+ (RFC 9309 product token)";
+    }
+  }
+  return "";
+}
+
+std::string CheckOptionalPath(std::string_view s) {
+  if (s.size() > 4096) return "must be at most 4096 bytes";
+  if (std::any_of(s.begin(), s.end(), IsControl)) {
+    return "must not contain control characters";
+  }
+  return "";
+}
+
+std::string CheckPath(std::string_view s) {
+  if (s.empty()) return "must not be empty";
+  return CheckOptionalPath(s);
+}
+
+std::string CheckHeaderValue(std::string_view s) {
+  if (s.size() > 256) return "must be at most 256 bytes";
+  if (!std::all_of(s.begin(), s.end(), IsPrintableAscii)) {
+    return "must be printable ASCII (it is sent as an HTTP header)";
+  }
+  return "";
+}
+
+std::string CheckWarcPrefix(std::string_view s) {
+  if (s.empty()) return "must not be empty";
+  if (s.size() > 64) return "must be at most 64 bytes";
+  if (s.front() == '.') return "must not start with '.'";
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-')) {
+      return "must match [A-Za-z0-9._-]+ (it is part of a file name)";
+    }
+  }
+  return "";
+}
+
+std::string CheckNameServer(std::string_view s) {
+  const std::string kWant =
+      "must be \"ip:port\" (e.g. \"127.0.0.1:53\" or \"[::1]:53\")";
+  std::string_view host;
+  std::string_view port;
+  int family = AF_INET;
+  if (!s.empty() && s.front() == '[') {
+    size_t close = s.find("]:");
+    if (close == std::string_view::npos) return kWant;
+    host = s.substr(1, close - 1);
+    port = s.substr(close + 2);
+    family = AF_INET6;
+  } else {
+    size_t colon = s.rfind(':');
+    if (colon == std::string_view::npos) return kWant;
+    host = s.substr(0, colon);
+    port = s.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) {
+      return "must put an IPv6 address in brackets, e.g. \"[::1]:53\"";
+    }
+  }
+  // inet_pton reads a C string, so reject anything (e.g. a NUL) that is not
+  // part of an address before handing it over.
+  bool charset_ok = !host.empty() && host.size() <= 45 &&
+                    std::all_of(host.begin(), host.end(), [](char c) {
+                      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+                             (c >= 'A' && c <= 'F') || c == '.' || c == ':';
+                    });
+  unsigned char addr[16];
+  if (!charset_ok || inet_pton(family, std::string(host).c_str(), addr) != 1) {
+    return family == AF_INET ? kWant + ": bad IPv4 address"
+                             : kWant + ": bad IPv6 address";
+  }
+  unsigned value = 0;
+  auto [end, ec] =
+      std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || port.size() > 5 || port.front() == '+' ||
+      ec != std::errc() || end != port.data() + port.size() || value < 1 ||
+      value > 65535) {
+    return kWant + ": port must be 1 .. 65535";
+  }
+  return "";
+}
+
+#define CRAWLD_CONF_FIELD(sec, key)                    \
+  Loc {                                                \
+#sec, #key, +[](Config & c) { return &c.sec.key; } \
+  }
+
+// The schema, in the order of crawler.toml. To add a key: add the field
+// (default and units comment) to its struct in conf.h, add one row here,
+// then refresh conf/crawler.toml (the part after its header is
+// ToToml(Defaults())) and the table in docs/CONFIG.md; conf_test fails until
+// both list the key with this row's default and range.
+constexpr Key kKeys[] = {
+    // [crawl]
+    StringKey(CRAWLD_CONF_FIELD(crawl, user_agent), CheckUserAgent,
+              "printable ASCII, 1 .. 512 bytes, with an http(s):// contact URL",
+              "User-Agent header sent with every request. It must identify "
+              "the crawler and carry a contact URL where site owners can "
+              "learn about it and reach the operator."),
+    StringKey(CRAWLD_CONF_FIELD(crawl, robots_token), CheckProductToken,
+              "[a-zA-Z_-]+, 1 .. 64 bytes",
+              "Product token matched against robots.txt user-agent lines "
+              "(RFC 9309 section 2.2.1); groups for \"*\" apply when no "
+              "group names it."),
+    StringKey(CRAWLD_CONF_FIELD(crawl, data_dir), CheckPath,
+              "non-empty path, at most 4096 bytes, no control characters",
+              "Directory holding all state of the crawl: the frozen config, "
+              "per-worker LevelDB state, WARC files, index and logs. A "
+              "relative path is relative to the daemon's working directory."),
+    IntKey(CRAWLD_CONF_FIELD(crawl, max_pages), 0, 1'000'000'000'000,
+           "Stop after this many pages have been fetched; 0 = no limit."),
+    FloatKey(CRAWLD_CONF_FIELD(crawl, max_duration_s), 0, 31'536'000,
+             "Stop after this many seconds of crawling (at most 365 days); "
+             "0 = no limit."),
+    IntKey(CRAWLD_CONF_FIELD(crawl, max_depth), 0, 10'000,
+           "Follow links at most this many hops from a seed (a seed is depth "
+           "0); 0 = no limit."),
+    FloatKey(CRAWLD_CONF_FIELD(crawl, progress_interval_s), 0.1, 3600,
+             "Seconds between two progress lines in plain (non-terminal) "
+             "output."),
+
+    // [fetch]
+    IntKey(CRAWLD_CONF_FIELD(fetch, connect_timeout_ms), 100, 300'000,
+           "Milliseconds allowed for the TCP and TLS handshakes; must not "
+           "exceed total_timeout_ms."),
+    IntKey(CRAWLD_CONF_FIELD(fetch, total_timeout_ms), 1000, 3'600'000,
+           "Milliseconds allowed for a whole transfer, connect included."),
+    IntKey(CRAWLD_CONF_FIELD(fetch, low_speed_bytes_per_s), 0, 1ll << 30,
+           "A transfer slower than this many bytes per second for "
+           "low_speed_time_s is aborted; 0 disables the check."),
+    IntKey(CRAWLD_CONF_FIELD(fetch, low_speed_time_s), 1, 3600,
+           "Seconds a transfer may stay below low_speed_bytes_per_s."),
+    IntKey(CRAWLD_CONF_FIELD(fetch, max_body_bytes), 1024, 1ll << 32,
+           "Bytes of body kept per response; a larger body is truncated "
+           "and recorded as truncated."),
+    IntKey(CRAWLD_CONF_FIELD(fetch, max_redirects), 0, 20,
+           "Redirect hops followed from one URL. Each hop goes back through "
+           "the frontier as a new URL (curl never follows redirects)."),
+    IntKey(CRAWLD_CONF_FIELD(fetch, max_connections), 1, 10'000,
+           "Transfers in flight at once per worker (never more than one "
+           "per host)."),
+    IntKey(CRAWLD_CONF_FIELD(fetch, memory_body_bytes), 0, 1ll << 30,
+           "Bodies larger than this many bytes are spilled to a temporary "
+           "file instead of memory."),
+    BoolKey(CRAWLD_CONF_FIELD(fetch, verify_tls),
+            "Verify TLS certificates and host names. Turn off only for "
+            "tests."),
+    StringKey(CRAWLD_CONF_FIELD(fetch, ca_file), CheckOptionalPath,
+              "path, at most 4096 bytes, no control characters; may be empty",
+              "Extra CA bundle (PEM file) to trust, e.g. a test CA; empty = "
+              "the system's CA store only."),
+    StringKey(CRAWLD_CONF_FIELD(fetch, accept_encoding), CheckHeaderValue,
+              "printable ASCII, at most 256 bytes; may be empty",
+              "Accept-Encoding request header offered to servers; empty = "
+              "send none, so bodies arrive uncompressed."),
+
+    // [politeness]
+    IntKey(CRAWLD_CONF_FIELD(politeness, min_delay_ms), 0, 3'600'000,
+           "Least milliseconds between two requests to one host; must not "
+           "exceed max_delay_ms."),
+    IntKey(CRAWLD_CONF_FIELD(politeness, max_delay_ms), 0, 86'400'000,
+           "Most milliseconds between two requests to one host: caps the "
+           "delay computed from min_delay_ms, Crawl-delay and "
+           "delay_factor."),
+    FloatKey(CRAWLD_CONF_FIELD(politeness, delay_factor), 0, 100,
+             "The delay after a response is at least this factor times "
+             "that response's duration, so slow servers are asked less "
+             "often."),
+    IntKey(CRAWLD_CONF_FIELD(politeness, max_crawl_delay_ms), 0, 86'400'000,
+           "A robots.txt Crawl-delay is honoured up to this many "
+           "milliseconds."),
+    BoolKey(CRAWLD_CONF_FIELD(politeness, respect_robots),
+            "Fetch and obey robots.txt (RFC 9309) before the first page of "
+            "each host. Turn off only for sites you operate."),
+    IntKey(CRAWLD_CONF_FIELD(politeness, robots_ttl_s), 60, 86'400,
+           "Seconds a fetched robots.txt is cached. RFC 9309 section 2.4 "
+           "asks crawlers not to use a cached copy for more than 24 hours."),
+
+    // [dns]
+    ListKey(CRAWLD_CONF_FIELD(dns, servers), CheckNameServer,
+            "up to 16 strings \"ipv4:port\" or \"[ipv6]:port\"", 16,
+            "Name servers to query, in order; empty = the system's "
+            "resolv.conf."),
+    IntKey(CRAWLD_CONF_FIELD(dns, min_ttl_s), 0, 86'400,
+           "Answers are cached at least this many seconds, whatever their "
+           "TTL; must not exceed max_ttl_s."),
+    IntKey(CRAWLD_CONF_FIELD(dns, max_ttl_s), 1, 604'800,
+           "Answers are cached at most this many seconds, whatever their "
+           "TTL."),
+    IntKey(CRAWLD_CONF_FIELD(dns, negative_ttl_s), 0, 86'400,
+           "Seconds a failed lookup (NXDOMAIN, no address, timeout) is "
+           "cached."),
+    IntKey(CRAWLD_CONF_FIELD(dns, timeout_ms), 100, 60'000,
+           "Milliseconds to wait for one answer before trying again."),
+    IntKey(CRAWLD_CONF_FIELD(dns, tries), 1, 10,
+           "Attempts per name server before a lookup fails."),
+
+    // [network]
+    BoolKey(CRAWLD_CONF_FIELD(network, allow_private),
+            "Allow fetching private, loopback, link-local and other "
+            "non-public addresses. Keep false for a public crawl; tests and "
+            "intranet crawls set it."),
+
+    // [store]
+    StringKey(CRAWLD_CONF_FIELD(store, warc_prefix), CheckWarcPrefix,
+              "[A-Za-z0-9._-]+, 1 .. 64 bytes, not starting with '.'",
+              "First part of WARC file names: "
+              "<prefix>-<timestamp>-<worker>-<serial>.warc.gz."),
+    IntKey(CRAWLD_CONF_FIELD(store, rotate_bytes), 1ll << 20, 1ll << 40,
+           "A WARC file is closed and a new one started once it reaches "
+           "this many bytes."),
+    IntKey(CRAWLD_CONF_FIELD(store, gzip_level), 0, 9,
+           "Gzip level of each WARC record: 0 = stored, 9 = smallest and "
+           "slowest."),
+
+    // [workers]
+    IntKey(CRAWLD_CONF_FIELD(workers, count), 0, 256,
+           "Worker processes; 0 = one per CPU core."),
+};
+
+#undef CRAWLD_CONF_FIELD
+
+constexpr std::string_view kTables[] = {"crawl",   "fetch", "politeness", "dns",
+                                        "network", "store", "workers"};
+
+constexpr size_t kNumKeys = std::size(kKeys);
+
+// Pairs whose first key must not exceed the second.
+struct OrderedPair {
+  std::string_view table;
+  std::string_view lo;
+  std::string_view hi;
+};
+constexpr OrderedPair kOrderedPairs[] = {
+    {"fetch", "connect_timeout_ms", "total_timeout_ms"},
+    {"politeness", "min_delay_ms", "max_delay_ms"},
+    {"dns", "min_ttl_s", "max_ttl_s"},
+};
+
+constexpr std::optional<size_t> FindKey(std::string_view table,
+                                        std::string_view name) {
+  for (size_t i = 0; i < kNumKeys; ++i) {
+    if (kKeys[i].table == table && kKeys[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+// Compile-time checks of the table itself: every range fits its field,
+// every string key has a check, every key names a known table, no
+// duplicates, and every ordered pair names integer keys.
+constexpr bool SchemaIsSane() {
+  for (size_t i = 0; i < kNumKeys; ++i) {
+    const Key& k = kKeys[i];
+    if (std::find(std::begin(kTables), std::end(kTables), k.table) ==
+        std::end(kTables)) {
+      return false;
+    }
+    if (FindKey(k.table, k.name) != i) return false;
+    switch (k.field.index()) {
+      case 1:  // int
+        if (k.int_min < INT_MIN || k.int_max > INT_MAX) return false;
+        break;
+      case 3:  // uint64_t
+        if (k.int_min < 0) return false;
+        break;
+      default:
+        break;
+    }
+    switch (TypeOf(k)) {
+      case Type::kInt:
+        if (k.int_min > k.int_max) return false;
+        break;
+      case Type::kFloat:
+        if (!(k.float_min <= k.float_max)) return false;
+        break;
+      case Type::kString:
+        if (k.check == nullptr) return false;
+        break;
+      case Type::kStringList:
+        if (k.check == nullptr || k.max_items == 0) return false;
+        break;
+      case Type::kBool:
+        break;
+    }
+    if (k.doc.empty()) return false;
+  }
+  for (const OrderedPair& p : kOrderedPairs) {
+    auto lo = FindKey(p.table, p.lo);
+    auto hi = FindKey(p.table, p.hi);
+    if (!lo || !hi || TypeOf(kKeys[*lo]) != Type::kInt ||
+        TypeOf(kKeys[*hi]) != Type::kInt) {
+      return false;
+    }
+  }
+  return true;
+}
+static_assert(SchemaIsSane(), "conf: the key table is inconsistent");
+
+// The accessors in kKeys only form a pointer to a member, so reading a
+// const Config through them is safe; this avoids a second, const table.
+// Nothing ever writes through the result of Mut().
+Config& Mut(const Config& c) { return const_cast<Config&>(c); }
+
+// Field access. Ranges are checked before any Write, so the casts below
+// never narrow a value (SchemaIsSane proves the ranges fit).
+int64_t ReadInt(const Key& k, const Config& config) {
+  Config& c = Mut(config);
+  return std::visit(
+      [&](auto get) -> int64_t {
+        using T = std::remove_pointer_t<decltype(get(c))>;
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+          return static_cast<int64_t>(*get(c));
+        } else {
+          return 0;
+        }
+      },
+      k.field);
+}
+
+void WriteInt(const Key& k, Config& c, int64_t v) {
+  std::visit(
+      [&](auto get) {
+        using T = std::remove_pointer_t<decltype(get(c))>;
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+          *get(c) = static_cast<T>(v);
+        }
+      },
+      k.field);
+}
+
+bool* BoolField(const Key& k, Config& c) {
+  return std::get<bool* (*)(Config&)>(k.field)(c);
+}
+double* FloatField(const Key& k, Config& c) {
+  return std::get<double* (*)(Config&)>(k.field)(c);
+}
+std::string* StringField(const Key& k, Config& c) {
+  return std::get<std::string* (*)(Config&)>(k.field)(c);
+}
+std::vector<std::string>* ListField(const Key& k, Config& c) {
+  return std::get<std::vector<std::string>* (*)(Config&)>(k.field)(c);
+}
+
+// ---------------------------------------------------------------------------
+// Formatting.
+
+std::string FormatDouble(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  std::string s(buf, ec == std::errc() ? end : buf);
+  // "3" would read back as an integer; accepted for a float key, but a
+  // frozen config should say what it means.
+  if (s.find_first_of(".eni") == std::string::npos) s += ".0";
+  return s;
+}
+
+// A TOML basic string (also used to quote user input in messages, where it
+// keeps control characters visible).
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (IsControl(c)) {
+          char esc[8];
+          std::snprintf(esc, sizeof(esc), "\\u%04X",
+                        static_cast<unsigned char>(c));
+          out += esc;
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+// A key as TOML would spell it: bare when it can be, else quoted, so that a
+// key holding a newline cannot split an error message.
+std::string KeyText(std::string_view key) {
+  const bool bare =
+      !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+               (c >= '0' && c <= '9') || c == '_' || c == '-';
+      });
+  return bare ? std::string(key) : Quote(key);
+}
+
+// The parser's description with control characters escaped: it may quote
+// the offending character, which can be a newline.
+std::string OneLine(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (IsControl(c)) {
+      char esc[8];
+      std::snprintf(esc, sizeof(esc), "\\x%02X", static_cast<unsigned char>(c));
+      out += esc;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string FormatValue(const Key& k, const Config& config) {
+  Config& c = Mut(config);
+  switch (TypeOf(k)) {
+    case Type::kBool:
+      return *BoolField(k, c) ? "true" : "false";
+    case Type::kInt:
+      return std::visit(
+          [&](auto get) -> std::string {
+            using T = std::remove_pointer_t<decltype(get(c))>;
+            if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+              return std::to_string(*get(c));
+            } else {
+              return "";
+            }
+          },
+          k.field);
+    case Type::kFloat:
+      return FormatDouble(*FloatField(k, c));
+    case Type::kString:
+      return Quote(*StringField(k, c));
+    case Type::kStringList: {
+      std::string out = "[";
+      for (const std::string& item : *ListField(k, c)) {
+        if (out.size() > 1) out += ", ";
+        out += Quote(item);
+      }
+      return out + "]";
+    }
+  }
+  return "";
+}
+
+std::string RangeText(const Key& k) {
+  switch (TypeOf(k)) {
+    case Type::kBool:
+      return "true or false";
+    case Type::kInt:
+      return std::to_string(k.int_min) + " .. " + std::to_string(k.int_max);
+    case Type::kFloat:
+      return FormatDouble(k.float_min) + " .. " + FormatDouble(k.float_max);
+    case Type::kString:
+    case Type::kStringList:
+      return std::string(k.rule);
+  }
+  return "";
+}
+
+std::string_view TypeName(Type t) {
+  switch (t) {
+    case Type::kBool:
+      return "boolean";
+    case Type::kInt:
+      return "integer";
+    case Type::kFloat:
+      return "float";
+    case Type::kString:
+      return "string";
+    case Type::kStringList:
+      return "array of strings";
+  }
+  return "";
+}
+
+std::string_view NodeTypeName(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::table:
+      return "table";
+    case toml::node_type::array:
+      return "array";
+    case toml::node_type::string:
+      return "string";
+    case toml::node_type::integer:
+      return "integer";
+    case toml::node_type::floating_point:
+      return "float";
+    case toml::node_type::boolean:
+      return "boolean";
+    case toml::node_type::date:
+      return "date";
+    case toml::node_type::time:
+      return "time";
+    case toml::node_type::date_time:
+      return "date-time";
+    case toml::node_type::none:
+      break;
+  }
+  return "nothing";
+}
+
+// Comment lines of at most 79 columns.
+void AppendComment(std::string& out, std::string_view text) {
+  std::string line = "#";
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t space = text.find(' ', pos);
+    std::string_view word = text.substr(pos, space == std::string_view::npos
+                                                 ? std::string_view::npos
+                                                 : space - pos);
+    pos = space == std::string_view::npos ? text.size() : space + 1;
+    if (word.empty()) continue;
+    if (line.size() > 1 && line.size() + 1 + word.size() > 79) {
+      out += line + "\n";
+      line = "#";
+    }
+    line += ' ';
+    line += word;
+  }
+  if (line.size() > 1) out += line + "\n";
+}
+
+// ---------------------------------------------------------------------------
+// Errors.
+
+constexpr size_t kMaxReportedErrors = 20;
+
+// Collects errors and reports them in file order. Without a source (Validate)
+// messages carry no location.
+class Errors {
+ public:
+  explicit Errors(std::optional<std::string_view> source) : source_(source) {}
+
+  void Add(uint32_t line, std::string_view key, std::string_view what) {
+    std::string text;
+    if (source_) {
+      text = std::string(*source_) + ":" + std::to_string(line) + ": ";
+    }
+    text += key;
+    text += ": ";
+    text += what;
+    list_.push_back({line, std::move(text)});
+  }
+
+  [[nodiscard]] bool empty() const { return list_.empty(); }
+
+  [[nodiscard]] Status ToStatus() {
+    if (list_.empty()) return Status::Ok();
+    std::stable_sort(
+        list_.begin(), list_.end(),
+        [](const Entry& a, const Entry& b) { return a.line < b.line; });
+    std::string msg;
+    size_t n = std::min(list_.size(), kMaxReportedErrors);
+    for (size_t i = 0; i < n; ++i) {
+      if (i > 0) msg += '\n';
+      msg += list_[i].text;
+    }
+    if (list_.size() > n) {
+      msg += "\n(" + std::to_string(list_.size() - n) + " more errors)";
+    }
+    return Status::InvalidArgument(std::move(msg));
+  }
+
+ private:
+  struct Entry {
+    uint32_t line;
+    std::string text;
+  };
+  std::optional<std::string_view> source_;
+  std::vector<Entry> list_;
+};
+
+std::string QualifiedName(const Key& k) {
+  return std::string(k.table) + "." + std::string(k.name);
+}
+
+// The checks shared by ParseConfig and Validate. Each returns "" when the
+// value is acceptable.
+std::string CheckInt(const Key& k, int64_t v) {
+  if (v < k.int_min || v > k.int_max) {
+    return "must be between " + std::to_string(k.int_min) + " and " +
+           std::to_string(k.int_max);
+  }
+  return "";
+}
+
+std::string CheckFloat(const Key& k, double v) {
+  if (!(v >= k.float_min && v <= k.float_max)) {  // also rejects NaN
+    return "must be between " + FormatDouble(k.float_min) + " and " +
+           FormatDouble(k.float_max);
+  }
+  return "";
+}
+
+std::string CheckListSize(const Key& k, size_t n) {
+  if (n > k.max_items) {
+    return "must have at most " + std::to_string(k.max_items) + " entries";
+  }
+  return "";
+}
+
+std::string ElementName(const Key& k, size_t i) {
+  return QualifiedName(k) + "[" + std::to_string(i) + "]";
+}
+
+// Checks every ordered pair whose two keys are both valid. lines[i] is the
+// line where key i was set, 0 when it kept its default; the later of the two
+// keys in the file gets the error (the upper key when neither was set).
+void CheckOrderedPairs(const Config& c, const std::vector<uint32_t>& lines,
+                       const std::vector<bool>& bad, Errors& errors) {
+  for (const OrderedPair& p : kOrderedPairs) {
+    size_t lo = *FindKey(p.table, p.lo);
+    size_t hi = *FindKey(p.table, p.hi);
+    if (bad[lo] || bad[hi]) continue;
+    int64_t lo_v = ReadInt(kKeys[lo], c);
+    int64_t hi_v = ReadInt(kKeys[hi], c);
+    if (lo_v <= hi_v) continue;
+    if (lines[hi] >= lines[lo]) {
+      errors.Add(lines[hi], QualifiedName(kKeys[hi]),
+                 "must be >= " + QualifiedName(kKeys[lo]) + " (" +
+                     std::to_string(lo_v) + ")");
+    } else {
+      errors.Add(lines[lo], QualifiedName(kKeys[lo]),
+                 "must be <= " + QualifiedName(kKeys[hi]) + " (" +
+                     std::to_string(hi_v) + ")");
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Reading.
+
+// toml++ numbers lines from 1; 0 would mean "no position", which messages
+// should never show.
+uint32_t LineOf(const toml::source_region& r) {
+  return std::max<uint32_t>(1, r.begin.line);
+}
+
+// Edit distance, for "did you mean" hints on short key names.
+size_t Distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min(
+          {row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+bool Similar(std::string_view a, std::string_view b) {
+  if (a.size() > 64) return false;  // user input; keep the hint cheap
+  return Distance(a, b) <=
+         std::max<size_t>(2, std::min<size_t>(3, b.size() / 4));
+}
+
+std::string UnknownKeyMessage(std::string_view table, std::string_view name) {
+  std::string msg = "unknown key";
+  for (const Key& k : kKeys) {
+    if (k.table == table && Similar(name, k.name)) {
+      return msg + " (did you mean " + QualifiedName(k) + "?)";
+    }
+  }
+  for (const Key& k : kKeys) {
+    if (k.name == name) {
+      return msg + " (it belongs in [" + std::string(k.table) + "])";
+    }
+  }
+  return msg;
+}
+
+std::string UnknownTableMessage(std::string_view name) {
+  for (std::string_view t : kTables) {
+    if (Similar(name, t)) {
+      return "unknown table (did you mean [" + std::string(t) + "]?)";
+    }
+  }
+  return "unknown table";
+}
+
+std::string UnknownRootKeyMessage(std::string_view name) {
+  for (const Key& k : kKeys) {
+    if (k.name == name) {
+      return "unknown key outside any table (it belongs in [" +
+             std::string(k.table) + "])";
+    }
+  }
+  return "unknown key outside any table";
+}
+
+// Reads node into key k's field. Returns false (after adding an error) when
+// the node has the wrong type or value.
+bool ApplyValue(const Key& k, const toml::node& node, Config& c,
+                Errors& errors) {
+  const uint32_t line = LineOf(node.source());
+  const std::string name = QualifiedName(k);
+  const Type type = TypeOf(k);
+  auto wrong_type = [&] {
+    const std::string_view type_name = TypeName(type);
+    const bool vowel = type_name.front() == 'a' || type_name.front() == 'i';
+    errors.Add(line, name,
+               std::string(vowel ? "must be an " : "must be a ") +
+                   std::string(type_name) + ", got " +
+                   std::string(NodeTypeName(node)));
+    return false;
+  };
+  switch (type) {
+    case Type::kBool:
+      if (const auto* v = node.as_boolean()) {
+        *BoolField(k, c) = v->get();
+        return true;
+      }
+      return wrong_type();
+    case Type::kInt: {
+      const auto* v = node.as_integer();
+      if (v == nullptr) return wrong_type();
+      if (std::string err = CheckInt(k, v->get()); !err.empty()) {
+        errors.Add(line, name, err);
+        return false;
+      }
+      WriteInt(k, c, v->get());
+      return true;
+    }
+    case Type::kFloat: {
+      double d;
+      if (const auto* f = node.as_floating_point()) {
+        d = f->get();
+      } else if (const auto* i = node.as_integer()) {
+        d = static_cast<double>(i->get());
+      } else {
+        return wrong_type();
+      }
+      if (std::string err = CheckFloat(k, d); !err.empty()) {
+        errors.Add(line, name, err);
+        return false;
+      }
+      *FloatField(k, c) = d;
+      return true;
+    }
+    case Type::kString: {
+      const auto* v = node.as_string();
+      if (v == nullptr) return wrong_type();
+      if (std::string err = k.check(v->get()); !err.empty()) {
+        errors.Add(line, name, err);
+        return false;
+      }
+      *StringField(k, c) = v->get();
+      return true;
+    }
+    case Type::kStringList: {
+      const auto* arr = node.as_array();
+      if (arr == nullptr) return wrong_type();
+      if (std::string err = CheckListSize(k, arr->size()); !err.empty()) {
+        errors.Add(line, name, err);
+        return false;
+      }
+      std::vector<std::string> items;
+      bool ok = true;
+      for (size_t i = 0; i < arr->size(); ++i) {
+        const toml::node& el = *arr->get(i);
+        const auto* s = el.as_string();
+        if (s == nullptr) {
+          errors.Add(LineOf(el.source()), ElementName(k, i),
+                     "must be a string, got " + std::string(NodeTypeName(el)));
+          ok = false;
+          continue;
+        }
+        if (std::string err = k.check(s->get()); !err.empty()) {
+          errors.Add(LineOf(el.source()), ElementName(k, i),
+                     err + ", got " + Quote(s->get()));
+          ok = false;
+          continue;
+        }
+        items.push_back(s->get());
+      }
+      if (ok) *ListField(k, c) = std::move(items);
+      return ok;
+    }
+  }
+  return false;
+}
+
+Result<Config> ParseTable(const toml::table& root, std::string_view source) {
+  Config config;
+  config.source = std::string(source);
+  Errors errors(source);
+  std::vector<uint32_t> lines(kNumKeys, 0);
+  std::vector<bool> bad(kNumKeys, false);
+
+  for (const auto& [table_key, table_node] : root) {
+    const std::string_view table_name = table_key.str();
+    const bool known = std::find(std::begin(kTables), std::end(kTables),
+                                 table_name) != std::end(kTables);
+    if (!known) {
+      errors.Add(LineOf(table_key.source()), KeyText(table_name),
+                 table_node.is_table() ? UnknownTableMessage(table_name)
+                                       : UnknownRootKeyMessage(table_name));
+      continue;
+    }
+    const toml::table* table = table_node.as_table();
+    if (table == nullptr) {
+      errors.Add(
+          LineOf(table_node.source()), table_name,
+          "must be a table, got " + std::string(NodeTypeName(table_node)));
+      continue;
+    }
+    for (const auto& [key, node] : *table) {
+      std::optional<size_t> index = FindKey(table_name, key.str());
+      if (!index) {
+        errors.Add(LineOf(key.source()),
+                   std::string(table_name) + "." + KeyText(key.str()),
+                   UnknownKeyMessage(table_name, key.str()));
+        continue;
+      }
+      lines[*index] = LineOf(node.source());
+      if (!ApplyValue(kKeys[*index], node, config, errors)) bad[*index] = true;
+    }
+  }
+  CheckOrderedPairs(config, lines, bad, errors);
+  if (!errors.empty()) return errors.ToStatus();
+  return config;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Public API.
+
+Result<Config> ParseConfig(std::string_view toml_text,
+                           std::string_view source_name) {
+  try {
+    toml::table root;
+    try {
+      root = toml::parse(toml_text, source_name);
+    } catch (const toml::parse_error& e) {
+      return Status::InvalidArgument(
+          std::string(source_name) + ":" + std::to_string(LineOf(e.source())) +
+          ": syntax error: " + OneLine(e.description()));
+    }
+    return ParseTable(root, source_name);
+  } catch (const std::exception& e) {
+    // Only allocation failure is expected here; no exception leaves conf/.
+    return Status::Internal(std::string(source_name) + ": " + e.what());
+  } catch (...) {
+    return Status::Internal(std::string(source_name) + ": unknown exception");
+  }
+}
+
+Result<Config> LoadConfigFile(const std::string& path) {
+  constexpr size_t kMaxFileBytes = 4u << 20;
+  if (path.find('\0') != std::string::npos) {
+    return Status::IOError(path + ": path contains a NUL byte");
+  }
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return Status::IOError(path + ": " +
+                           std::generic_category().message(errno));
+  }
+  std::string text;
+  char buf[65536];
+  bool too_large = false;
+  for (;;) {
+    size_t n = std::fread(buf, 1, sizeof(buf), f);
+    text.append(buf, n);
+    if (text.size() > kMaxFileBytes) {
+      too_large = true;
+      break;
+    }
+    if (n < sizeof(buf)) break;
+  }
+  const bool failed = std::ferror(f) != 0;
+  const int err = errno;  // from the failed read, e.g. EISDIR
+  std::fclose(f);
+  if (failed) {
+    return Status::IOError(path + ": " + std::generic_category().message(err));
+  }
+  if (too_large) {
+    return Status::IOError(path + ": larger than " +
+                           std::to_string(kMaxFileBytes) + " bytes");
+  }
+  return ParseConfig(text, path);
+}
+
+Status Validate(const Config& config) {
+  Config& c = Mut(config);
+  Errors errors(std::nullopt);
+  std::vector<bool> bad(kNumKeys, false);
+  for (size_t i = 0; i < kNumKeys; ++i) {
+    const Key& k = kKeys[i];
+    std::string err;
+    switch (TypeOf(k)) {
+      case Type::kBool:
+        break;
+      case Type::kInt:
+        // A uint64_t above INT64_MAX reads back negative, which every range
+        // rejects.
+        err = CheckInt(k, ReadInt(k, c));
+        break;
+      case Type::kFloat:
+        err = CheckFloat(k, *FloatField(k, c));
+        break;
+      case Type::kString:
+        err = k.check(*StringField(k, c));
+        break;
+      case Type::kStringList: {
+        const auto& items = *ListField(k, c);
+        err = CheckListSize(k, items.size());
+        for (size_t j = 0; err.empty() && j < items.size(); ++j) {
+          if (std::string e = k.check(items[j]); !e.empty()) {
+            errors.Add(0, ElementName(k, j), e + ", got " + Quote(items[j]));
+            bad[i] = true;
+          }
+        }
+        break;
+      }
+    }
+    if (!err.empty()) {
+      errors.Add(0, QualifiedName(k), err);
+      bad[i] = true;
+    }
+  }
+  CheckOrderedPairs(c, std::vector<uint32_t>(kNumKeys, 0), bad, errors);
+  return errors.ToStatus();
+}
+
+std::string ToToml(const Config& config) {
+  std::string out =
+      "# crawld configuration (TOML). Every key is documented in "
+      "docs/CONFIG.md.\n";
+  if (!config.source.empty()) {
+    // A path is any bytes; escape all but printable ASCII so that the
+    // comment stays one line of valid UTF-8.
+    std::string shown;
+    for (char c : config.source) {
+      if (IsPrintableAscii(c) && c != '\\') {
+        shown += c;
+      } else {
+        char esc[8];
+        std::snprintf(esc, sizeof(esc), "\\x%02X",
+                      static_cast<unsigned char>(c));
+        shown += esc;
+      }
+    }
+    out += "# Frozen from " + shown + "\n";
+  }
+  const Config defaults;
+  std::string_view table;
+  for (const Key& k : kKeys) {
+    if (k.table != table) {
+      table = k.table;
+      out += "\n[" + std::string(table) + "]\n";
+    }
+    out += '\n';
+    AppendComment(out, k.doc);
+    AppendComment(out,
+                  std::string(TypeName(TypeOf(k))) + ": " + RangeText(k) + ".");
+    std::string value = FormatValue(k, config);
+    // A frozen config says what was changed; on one line, as a value that
+    // can be pasted back.
+    if (std::string def = FormatValue(k, defaults); def != value) {
+      out += "# Default: " + def + "\n";
+    }
+    out += std::string(k.name) + " = " + value + "\n";
+  }
+  return out;
+}
+
+Config Defaults() { return Config{}; }
+
+std::vector<KeyInfo> Schema() {
+  std::vector<KeyInfo> out;
+  out.reserve(kNumKeys);
+  Config defaults;
+  for (const Key& k : kKeys) {
+    out.push_back(KeyInfo{k.table, k.name, TypeName(TypeOf(k)),
+                          FormatValue(k, defaults), RangeText(k), k.doc});
+  }
+  return out;
+}
+
+}  // namespace crawld::conf

@@ -1,0 +1,195 @@
+// conf/conf.h: the crawld configuration file (TOML) and its typed schema.
+//
+// A config file is TOML v1.0.0 (https://toml.io/en/v1.0.0) with the tables
+// [crawl] [fetch] [politeness] [dns] [network] [store] [workers]; the keys
+// inside each table are the field names of the structs below. The reference
+// for every key (type, default, range, meaning) is docs/CONFIG.md, and
+// conf/crawler.toml lists every key with its default. Only this component
+// reads TOML: it fills these plain structs, and the daemon copies them into
+// each component's own Options.
+//
+// Deliberate strictness (after BUbiNG's StartupConfiguration): a key or table
+// we do not know, a value of the wrong type, a value out of its range or in a
+// bad format is an error, never ignored, so that a typo cannot silently fall
+// back to a default. A key that is absent takes its default. An integer is
+// accepted where a float is expected; a float where an integer is expected
+// is an error (it would be truncated).
+//
+// Error messages have the form "<source>:<line>: <table>.<key>: <what>",
+// e.g. "crawl.toml:12: fetch.max_body_bytes: must be between 1024 and
+// 4294967296". When a file has several errors they are all reported, one per
+// line, in file order (at most 20).
+#ifndef CRAWLD_CONF_CONF_H_
+#define CRAWLD_CONF_CONF_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace crawld::conf {
+
+// [crawl]: what the crawl is, and when it stops.
+struct CrawlConfig {
+  // Sent as the User-Agent header. Printable ASCII, at most 512 bytes, and
+  // must contain a contact URL ("http://..." or "https://...", usually
+  // written "+https://...").
+  std::string user_agent = "crawld/0.1 (+https://github.com/crawld/crawld)";
+  // Product token looked up in robots.txt user-agent lines (RFC 9309
+  // section 2.2.1): [a-zA-Z_-]+, at most 64 bytes.
+  std::string robots_token = "crawld";
+  // Data directory (path; relative paths are relative to the daemon's cwd).
+  std::string data_dir = "data";
+  uint64_t max_pages = 0;            // pages fetched; 0 = unlimited
+  double max_duration_s = 0;         // seconds of crawling; 0 = unlimited
+  int max_depth = 0;                 // links from a seed; 0 = unlimited
+  double progress_interval_s = 1.0;  // seconds between progress lines
+
+  bool operator==(const CrawlConfig&) const = default;
+};
+
+// [fetch]: HTTP transfer limits (applied through curl by fetcher/).
+struct FetchConfig {
+  int64_t connect_timeout_ms = 10000;   // milliseconds; <= total_timeout_ms
+  int64_t total_timeout_ms = 60000;     // milliseconds, whole transfer
+  int64_t low_speed_bytes_per_s = 100;  // abort when slower than this ...
+  int64_t low_speed_time_s = 30;        // ... for this many seconds
+  // Body cap in bytes; larger bodies are truncated and recorded as such.
+  uint64_t max_body_bytes = 10 << 20;
+  // Redirect hops followed (each hop is a new frontier entry).
+  int max_redirects = 5;
+  int max_connections = 64;  // transfers in flight per worker
+  // Bodies larger than this many bytes spill to a temporary file.
+  uint64_t memory_body_bytes = 64 << 10;
+  bool verify_tls = true;  // verify server certificates and host names
+  std::string ca_file;     // extra CA bundle (path; tests); empty = system
+  // Accept-Encoding request header; empty = send none (identity only).
+  std::string accept_encoding = "gzip, deflate";
+
+  bool operator==(const FetchConfig&) const = default;
+};
+
+// [politeness]: spacing of requests to one host.
+struct PolitenessConfig {
+  int64_t min_delay_ms = 1000;   // milliseconds; <= max_delay_ms
+  int64_t max_delay_ms = 60000;  // milliseconds; caps every computed delay
+  double delay_factor = 2.0;     // delay >= factor x last response time
+  int64_t max_crawl_delay_ms = 30000;  // robots.txt Crawl-delay capped here
+  bool respect_robots = true;
+  // Seconds a fetched robots.txt is cached; at most 86400 (RFC 9309 2.4).
+  int64_t robots_ttl_s = 86400;
+
+  bool operator==(const PolitenessConfig&) const = default;
+};
+
+// [dns]: the c-ares resolver and its cache.
+struct DnsConfig {
+  // Name servers as "ip:port" ("1.2.3.4:53" or "[2001:db8::1]:53");
+  // empty = the system's resolv.conf.
+  std::vector<std::string> servers;
+  int64_t min_ttl_s = 60;       // seconds; answers cached at least this long
+  int64_t max_ttl_s = 3600;     // seconds; ... and at most this long
+  int64_t negative_ttl_s = 60;  // seconds a failed lookup is cached
+  int64_t timeout_ms = 5000;    // milliseconds per try
+  int tries = 2;                // attempts per server
+
+  bool operator==(const DnsConfig&) const = default;
+};
+
+// [network]
+struct NetworkConfig {
+  // Allow fetching private, loopback and link-local addresses (tests and
+  // intranet crawls). Off by default: a public crawl must not reach them.
+  bool allow_private = false;
+
+  bool operator==(const NetworkConfig&) const = default;
+};
+
+// [store]: WARC output.
+struct StoreConfig {
+  // File name prefix of WARC files: [A-Za-z0-9._-]+, not starting with '.'.
+  std::string warc_prefix = "crawld";
+  uint64_t rotate_bytes = 1ull << 30;  // bytes per WARC file before rotation
+  int gzip_level = 6;                  // 0 (store) .. 9 (smallest)
+
+  bool operator==(const StoreConfig&) const = default;
+};
+
+// [workers]
+struct WorkersConfig {
+  int count = 0;  // worker processes; 0 = number of cores
+
+  bool operator==(const WorkersConfig&) const = default;
+};
+
+// The whole file. A plain value: copy it freely.
+struct Config {
+  CrawlConfig crawl;
+  FetchConfig fetch;
+  PolitenessConfig politeness;
+  DnsConfig dns;
+  NetworkConfig network;
+  StoreConfig store;
+  WorkersConfig workers;
+  // Where it was loaded from ("" for Defaults()). Compared by operator==
+  // like every other field; compare the tables when only values matter.
+  std::string source;
+
+  bool operator==(const Config&) const = default;
+};
+
+// Parses and validates TOML text. source_name names the text in error
+// messages and is copied into Config::source.
+//
+// Success: every key present is copied in, every other key has its default.
+// Failure: InvalidArgument with one line per error,
+// "<source_name>:<line>: <table>.<key>: <what>" (a TOML syntax error gives
+// "<source_name>:<line>: syntax error: <what>"). Unknown keys and tables,
+// wrong types, out-of-range values, bad formats (a dns server "x", a
+// user_agent without a contact URL) and min > max pairs are errors.
+// Never throws.
+[[nodiscard]] Result<Config> ParseConfig(std::string_view toml_text,
+                                         std::string_view source_name);
+
+// Reads the file at path and parses it with source_name = path.
+// Failure: IOError "<path>: <strerror>" if it cannot be read (or
+// "<path>: larger than 4194304 bytes"); otherwise as ParseConfig.
+[[nodiscard]] Result<Config> LoadConfigFile(const std::string& path);
+
+// Checks a Config built or changed in code (e.g. after a command-line
+// override) against the same rules as ParseConfig, without line numbers:
+// OK, or InvalidArgument with lines "<table>.<key>: <what>".
+[[nodiscard]] Status Validate(const Config& config);
+
+// Serializes config to TOML: every key, in schema order, each with a short
+// comment, and config.source in the leading comment. Used to freeze the
+// config into the data directory (data/crawl.toml).
+// For any config that Validate() accepts, ParseConfig(ToToml(c), c.source)
+// returns a Config equal to c.
+// REQUIRES: string fields are valid UTF-8 (always true after ParseConfig).
+std::string ToToml(const Config& config);
+
+// The built-in defaults; equal to ParseConfig("", "").value().
+Config Defaults();
+
+// One key of the schema, for documentation and drift checks (crawler.toml
+// and docs/CONFIG.md are tested against this list).
+struct KeyInfo {
+  std::string_view table;  // "fetch"
+  std::string_view key;    // "max_body_bytes"
+  // "boolean", "integer", "float", "string" or "array of strings".
+  std::string_view type;
+  std::string default_toml;  // the default as a TOML value, e.g. "10485760"
+  std::string range;         // the accepted values, e.g. "1024 .. 4294967296"
+  std::string_view doc;      // what the key means, one or two sentences
+};
+
+// Every key, in the order of crawler.toml. The string_views point to static
+// storage and stay valid for the life of the program.
+std::vector<KeyInfo> Schema();
+
+}  // namespace crawld::conf
+
+#endif  // CRAWLD_CONF_CONF_H_
