@@ -1,0 +1,1162 @@
+// tests/webfarm/farm.cc: config loading, routing, rendering and the manifest
+// BFS. See docs/WEBFARM.md for the contract these implement.
+#include "tests/webfarm/farm.h"
+
+#include <toml++/toml.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <unordered_set>
+
+namespace crawld::webfarm {
+namespace {
+
+// splitmix64: fast, good enough for filler and link choice, and stable
+// across platforms (the manifest depends on it).
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+class Rng {
+ public:
+  Rng(uint64_t a, uint64_t b, uint64_t c) : s_(Mix(Mix(Mix(a) ^ b) ^ c)) {}
+  uint64_t Next() { return Mix(s_++); }
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+  uint64_t Below(uint64_t n) { return n == 0 ? 0 : Next() % n; }
+
+ private:
+  uint64_t s_;
+};
+
+uint64_t HashBytes(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+std::string Hex(uint64_t v) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) out[i] = kDigits[v & 15];
+  return out;
+}
+
+// Strict decimal: no sign, no leading zeros (so every resource has exactly
+// one spelling and the manifest is unambiguous).
+bool ParseNum(std::string_view s, int64_t* out) {
+  if (s.empty() || s.size() > 15) return false;
+  if (s.size() > 1 && s[0] == '0') return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+// Parses "<prefix><n><suffix>" into n.
+bool Match(std::string_view path, std::string_view prefix,
+           std::string_view suffix, int64_t* n) {
+  if (path.size() < prefix.size() + suffix.size()) return false;
+  if (!path.starts_with(prefix) || !path.ends_with(suffix)) return false;
+  return ParseNum(
+      path.substr(prefix.size(), path.size() - prefix.size() - suffix.size()),
+      n);
+}
+
+void AppendNum(std::string* out, int64_t v) {
+  char buf[24];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out->append(buf, p);
+}
+
+std::string_view CharsetName(Charset c) {
+  switch (c) {
+    case Charset::kWindows1252:
+      return "windows-1252";
+    case Charset::kShiftJis:
+      return "shift_jis";
+    case Charset::kIso88591:
+      return "iso-8859-1";
+    case Charset::kUtf8:
+      break;
+  }
+  return "utf-8";
+}
+
+std::string_view HtmlType(Charset c) {
+  switch (c) {
+    case Charset::kWindows1252:
+      return "text/html; charset=windows-1252";
+    case Charset::kShiftJis:
+      return "text/html; charset=shift_jis";
+    case Charset::kIso88591:
+      return "text/html; charset=iso-8859-1";
+    case Charset::kUtf8:
+      break;
+  }
+  return "text/html; charset=utf-8";
+}
+
+// Non-ASCII words, as bytes in each charset.
+const std::vector<std::string_view>& CharsetWords(Charset c) {
+  static const auto* k1252 = new std::vector<std::string_view>{
+      "caf\xe9", "na\xefve", "\x80uro", "\x93quoted\x94", "r\xe9sum\xe9"};
+  static const auto* k88591 = new std::vector<std::string_view>{
+      "caf\xe9", "na\xefve", "gar\xe7on", "\xbfqu\xe9?",
+      "\xfc"
+      "ber"};
+  static const auto* kSjis = new std::vector<std::string_view>{
+      "\x93\xfa\x96\x7b\x8c\xea", "\x82\xa0\x82\xa2\x82\xa4",
+      "\x83\x65\x83\x58\x83\x67", "\x93\x8c\x8b\x9e"};
+  static const auto* kNone = new std::vector<std::string_view>{};
+  switch (c) {
+    case Charset::kWindows1252:
+      return *k1252;
+    case Charset::kShiftJis:
+      return *kSjis;
+    case Charset::kIso88591:
+      return *k88591;
+    case Charset::kUtf8:
+      break;
+  }
+  return *kNone;
+}
+
+constexpr std::string_view kWords[] = {
+    "lorem",  "ipsum",        "dolor",   "sit",    "amet",  "crawler",
+    "polite", "farm",         "host",    "page",   "link",  "synthetic",
+    "web",    "test",         "quick",   "brown",  "fox",   "jumps",
+    "over",   "lazy",         "dog",     "robots", "queue", "frontier",
+    "fetch",  "parse",        "archive", "record", "index", "seed",
+    "graph",  "deterministic"};
+
+// ---------------------------------------------------------------- config
+
+Status KeyError(const std::string& file, const toml::node& n,
+                const std::string& msg) {
+  return Status::InvalidArgument(
+      file + ":" + std::to_string(n.source().begin.line) + ": " + msg);
+}
+
+Result<int64_t> GetInt(const std::string& file, const toml::node& n,
+                       std::string_view key, int64_t lo, int64_t hi) {
+  auto v = n.value<int64_t>();
+  if (!v || *v < lo || *v > hi) {
+    return KeyError(file, n,
+                    std::string(key) + " must be an integer in [" +
+                        std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  return *v;
+}
+
+Result<bool> GetBool(const std::string& file, const toml::node& n,
+                     std::string_view key) {
+  auto v = n.value<bool>();
+  if (!v) return KeyError(file, n, std::string(key) + " must be a boolean");
+  return *v;
+}
+
+Result<Robots> ParseRobots(const std::string& file, const toml::node& n) {
+  auto v = n.value<std::string>();
+  static const std::pair<std::string_view, Robots> kNames[] = {
+      {"allow", Robots::kAllow},
+      {"disallow", Robots::kDisallow},
+      {"crawl-delay", Robots::kCrawlDelay},
+      {"404", Robots::k404},
+      {"nofile", Robots::k404},
+      {"500", Robots::k500},
+      {"timeout", Robots::kTimeout},
+      {"redirect", Robots::kRedirect}};
+  if (v) {
+    for (const auto& [name, r] : kNames) {
+      if (*v == name) return r;
+    }
+  }
+  return KeyError(file, n,
+                  "robots must be one of allow, disallow, crawl-delay, 404, "
+                  "nofile, 500, timeout, redirect");
+}
+
+// A string or an array of strings.
+Result<std::vector<std::string>> GetStrings(const std::string& file,
+                                            const toml::node& n,
+                                            std::string_view key) {
+  std::vector<std::string> out;
+  if (auto s = n.value<std::string>()) {
+    out.push_back(*s);
+    return out;
+  }
+  if (const auto* arr = n.as_array()) {
+    for (const auto& e : *arr) {
+      if (auto s = e.value<std::string>()) {
+        out.push_back(*s);
+      } else if (auto i = e.value<int64_t>()) {
+        out.push_back(std::to_string(*i));
+      } else {
+        return KeyError(file, e, std::string(key) + ": expected strings");
+      }
+    }
+    return out;
+  }
+  return KeyError(file, n,
+                  std::string(key) + " must be a string or array of strings");
+}
+
+// hosts = 3 | [3, 4] | "10-19" | "1,3,5-7"
+Status ParseHostSet(const std::string& file, const toml::node& n, int hosts,
+                    std::vector<int>* out) {
+  auto add = [&](int64_t lo, int64_t hi) -> Status {
+    if (lo < 0 || hi >= hosts || lo > hi) {
+      return KeyError(file, n, "profile host range out of [0, hosts)");
+    }
+    for (int64_t i = lo; i <= hi; ++i) out->push_back(static_cast<int>(i));
+    return Status::Ok();
+  };
+  if (auto i = n.value<int64_t>()) return add(*i, *i);
+  if (const auto* arr = n.as_array()) {
+    for (const auto& e : *arr) {
+      auto i = e.value<int64_t>();
+      if (!i) return KeyError(file, e, "profile hosts: expected integers");
+      if (Status s = add(*i, *i); !s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+  if (auto s = n.value<std::string>()) {
+    std::string_view rest = *s;
+    while (!rest.empty()) {
+      size_t comma = rest.find(',');
+      std::string_view part = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+      size_t dash = part.find('-');
+      int64_t lo = 0, hi = 0;
+      bool ok = dash == std::string_view::npos
+                    ? ParseNum(part, &lo) && (hi = lo, true)
+                    : ParseNum(part.substr(0, dash), &lo) &&
+                          ParseNum(part.substr(dash + 1), &hi);
+      if (!ok) return KeyError(file, n, "bad host range \"" + *s + "\"");
+      if (Status st = add(lo, hi); !st.ok()) return st;
+    }
+    return Status::Ok();
+  }
+  return KeyError(file, n, "profile hosts must be an int, array or range");
+}
+
+Status ApplyProfileKey(const std::string& file, std::string_view key,
+                       const toml::node& n, int hosts, Profile* p) {
+  auto set_int = [&](auto* field, int64_t lo, int64_t hi) -> Status {
+    auto v = GetInt(file, n, key, lo, hi);
+    if (!v.ok()) return v.status();
+    *field = static_cast<std::remove_pointer_t<decltype(field)>>(*v);
+    return Status::Ok();
+  };
+  auto set_bool = [&](bool* field) -> Status {
+    auto v = GetBool(file, n, key);
+    if (!v.ok()) return v.status();
+    *field = *v;
+    return Status::Ok();
+  };
+  if (key == "robots") {
+    auto r = ParseRobots(file, n);
+    if (!r.ok()) return r.status();
+    p->robots = *r;
+    return Status::Ok();
+  }
+  if (key == "robots_real") {
+    auto r = ParseRobots(file, n);
+    if (!r.ok()) return r.status();
+    if (*r != Robots::kAllow && *r != Robots::kDisallow &&
+        *r != Robots::kCrawlDelay) {
+      return KeyError(file, n,
+                      "robots_real must be allow, disallow or crawl-delay");
+    }
+    p->robots_real = *r;
+    return Status::Ok();
+  }
+  if (key == "crawl_delay") return set_int(&p->crawl_delay, 0, 3600);
+  if (key == "trap" || key == "redirects") {
+    auto v = GetStrings(file, n, key);
+    if (!v.ok()) return v.status();
+    for (const std::string& s : *v) {
+      if (key == "trap" && s == "calendar") {
+        p->trap_calendar = true;
+      } else if (key == "trap" && s == "deep") {
+        p->trap_deep = true;
+      } else if (key == "trap" && s == "session") {
+        p->trap_session = true;
+      } else if (key == "redirects" && s == "chain") {
+        p->redirect_chain = true;
+      } else if (key == "redirects" && s == "loop") {
+        p->redirect_loop = true;
+      } else if (key == "redirects" && s == "cross-host") {
+        p->redirect_cross = true;
+      } else {
+        return KeyError(file, n,
+                        std::string(key) + ": unknown value \"" + s + "\"");
+      }
+    }
+    return Status::Ok();
+  }
+  if (key == "errors") {
+    auto v = GetStrings(file, n, key);
+    if (!v.ok()) return v.status();
+    p->errors.clear();
+    for (const std::string& s : *v) {
+      int64_t code = 0;
+      if (!ParseNum(s, &code) || code < 400 || code > 599) {
+        return KeyError(file, n, "errors: \"" + s + "\" is not a 4xx/5xx");
+      }
+      p->errors.push_back(static_cast<int>(code));
+    }
+    return Status::Ok();
+  }
+  if (key == "duplicates") return set_bool(&p->duplicates);
+  if (key == "mirror_of") return set_int(&p->mirror_of, 0, hosts - 1);
+  if (key == "first_byte_ms") return set_int(&p->first_byte_ms, 0, 600000);
+  if (key == "trickle_bytes_per_s") {
+    return set_int(&p->trickle_bytes_per_s, 0, 1 << 30);
+  }
+  if (key == "large_bytes") {
+    return set_int(&p->large_bytes, 0, int64_t{1} << 40);
+  }
+  if (key == "gzip_bomb") return set_bool(&p->gzip_bomb);
+  if (key == "non_html") return set_bool(&p->non_html);
+  if (key == "malformed") return set_bool(&p->malformed);
+  if (key == "nofollow") return set_bool(&p->nofollow);
+  if (key == "charset") {
+    auto s = n.value<std::string>();
+    if (s && *s == "windows-1252") {
+      p->charset = Charset::kWindows1252;
+    } else if (s && *s == "shift_jis") {
+      p->charset = Charset::kShiftJis;
+    } else if (s && *s == "iso-8859-1") {
+      p->charset = Charset::kIso88591;
+    } else if (s && *s == "utf-8") {
+      p->charset = Charset::kUtf8;
+    } else {
+      return KeyError(file, n,
+                      "charset must be utf-8, windows-1252, shift_jis or "
+                      "iso-8859-1");
+    }
+    return Status::Ok();
+  }
+  return KeyError(file, n, "unknown profile key \"" + std::string(key) + "\"");
+}
+
+Result<Config> FromTable(const toml::table& t, const std::string& file) {
+  Config c;
+  const toml::array* profiles = nullptr;
+  for (const auto& [k, n] : t) {
+    std::string_view key = k.str();
+    Result<int64_t> iv = int64_t{0};
+    if (key == "seed") {
+      auto v = n.value<int64_t>();
+      if (!v) return KeyError(file, n, "seed must be an integer");
+      c.seed = static_cast<uint64_t>(*v);
+    } else if (key == "hosts") {
+      if (!(iv = GetInt(file, n, key, 1, 100000)).ok()) return iv.status();
+      c.hosts = static_cast<int>(*iv);
+    } else if (key == "pages") {
+      if (!(iv = GetInt(file, n, key, 1, 10000000)).ok()) return iv.status();
+      c.pages = static_cast<int>(*iv);
+    } else if (key == "page_bytes") {
+      if (!(iv = GetInt(file, n, key, 0, 16 << 20)).ok()) return iv.status();
+      c.page_bytes = static_cast<int>(*iv);
+    } else if (key == "links") {
+      if (!(iv = GetInt(file, n, key, 1, 10000)).ok()) return iv.status();
+      c.links = static_cast<int>(*iv);
+    } else if (key == "ips") {
+      if (!(iv = GetInt(file, n, key, 1, 62500)).ok()) return iv.status();
+      c.ips = static_cast<int>(*iv);
+    } else if (key == "cross_host_share" || key == "relative_share") {
+      auto v = n.value<double>();
+      if (!v || *v < 0 || *v > 1) {
+        return KeyError(file, n, std::string(key) + " must be in [0, 1]");
+      }
+      (key == "cross_host_share" ? c.cross_host_share : c.relative_share) = *v;
+    } else if (key == "seeds") {
+      auto v = n.value<std::string>();
+      if (!v || (*v != "all" && *v != "first")) {
+        return KeyError(file, n, "seeds must be \"all\" or \"first\"");
+      }
+      c.seeds_all = *v == "all";
+    } else if (key == "profile") {
+      profiles = n.as_array();
+      if (profiles == nullptr) {
+        return KeyError(file, n, "profile must be an array of tables");
+      }
+    } else {
+      return KeyError(file, n, "unknown key \"" + std::string(key) + "\"");
+    }
+  }
+  c.profiles.assign(c.hosts, Profile{});
+  if (profiles != nullptr) {
+    for (const auto& pn : *profiles) {
+      const toml::table* pt = pn.as_table();
+      if (pt == nullptr) return KeyError(file, pn, "profile must be a table");
+      const toml::node* hn = pt->get("hosts");
+      if (hn == nullptr) return KeyError(file, pn, "profile without hosts");
+      std::vector<int> hosts;
+      if (Status s = ParseHostSet(file, *hn, c.hosts, &hosts); !s.ok()) {
+        return s;
+      }
+      // Later profiles override earlier ones key by key.
+      for (int h : hosts) {
+        for (const auto& [k, n] : *pt) {
+          if (k.str() == "hosts") continue;
+          Status s = ApplyProfileKey(file, k.str(), n, c.hosts, &c.profiles[h]);
+          if (!s.ok()) return s;
+        }
+      }
+    }
+  }
+  for (int h = 0; h < c.hosts; ++h) {
+    int m = c.profiles[h].mirror_of;
+    if (m >= 0 && (m == h || c.profiles[m].mirror_of >= 0)) {
+      return Status::InvalidArgument(
+          file + ": host " + std::to_string(h) +
+          ": mirror_of must name a different, non-mirror host");
+    }
+  }
+  return c;
+}
+
+constexpr std::string_view kLine =
+    "<p>large body filler line, streamed and never buffered whole</p>\n";
+
+const std::string& LargePattern() {
+  static const std::string* kPattern = [] {
+    auto* s = new std::string;
+    while (s->size() < (64 << 10) + kLine.size()) s->append(kLine);
+    return s;
+  }();
+  return *kPattern;
+}
+
+}  // namespace
+
+int64_t NowMicros() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
+Result<Config> ParseConfig(std::string_view text, const std::string& name) {
+  try {
+    toml::table t = toml::parse(text, name);
+    return FromTable(t, name);
+  } catch (const toml::parse_error& e) {
+    return Status::InvalidArgument(name + ":" +
+                                   std::to_string(e.source().begin.line) +
+                                   ": " + std::string(e.description()));
+  }
+}
+
+Result<Config> LoadConfig(const std::string& path) {
+  try {
+    toml::table t = toml::parse_file(path);
+    return FromTable(t, path);
+  } catch (const toml::parse_error& e) {
+    return Status::InvalidArgument(path + ":" +
+                                   std::to_string(e.source().begin.line) +
+                                   ": " + std::string(e.description()));
+  }
+}
+
+// ------------------------------------------------------------------ Site
+
+Site::Site(Config config, int port) : config_(std::move(config)), port_(port) {
+  std::unordered_set<std::string> seen_ips;
+  for (int i = 0; i < config_.hosts; ++i) {
+    names_.push_back("h" + std::to_string(i) + ".farm.test");
+    int slot = i % config_.ips;
+    ips_.push_back("127.1." + std::to_string(slot / 250) + "." +
+                   std::to_string(slot % 250 + 1));
+    origins_.push_back("http://" + names_.back() + ":" + std::to_string(port_));
+    by_name_.emplace(names_.back(), i);
+    if (seen_ips.insert(ips_.back()).second) {
+      distinct_ips_.push_back(ips_.back());
+    }
+  }
+}
+
+std::optional<int> Site::FindHost(std::string_view name) const {
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool Site::PathDisallowed(int host, std::string_view path) const {
+  const Profile& p = config_.profiles[host];
+  if (p.robots == Robots::k500 || p.robots == Robots::kTimeout) return true;
+  bool private_off =
+      p.robots == Robots::kDisallow ||
+      (p.robots == Robots::kRedirect && p.robots_real == Robots::kDisallow);
+  return private_off && path.starts_with("/private/");
+}
+
+Route Site::Classify(int host, std::string_view target) const {
+  const Profile& p = config_.profiles[host];
+  Route r;
+  size_t q = target.find('?');
+  std::string_view path = target.substr(0, q);
+  std::string_view query =
+      q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+  const int64_t pages = config_.pages;
+  int64_t n = 0, m = 0;
+  auto set = [&r](Kind k, int64_t a = 0, int64_t b = 0) {
+    r.kind = k;
+    r.a = a;
+    r.b = b;
+    return r;
+  };
+  if (q != std::string_view::npos) {
+    if (p.trap_session && query.starts_with("sid=") && query.size() > 4 &&
+        query.find_first_of("&=", 4) == std::string_view::npos &&
+        Match(path, "/p/", ".html", &n) && n < pages) {
+      r.sid = query.substr(4);
+      return set(Kind::kSession, n);
+    }
+    return r;
+  }
+  if (path == "/") return set(Kind::kSlash);
+  if (path == "/robots.txt") return set(Kind::kRobots);
+  if (path == "/robots-real.txt" && p.robots == Robots::kRedirect) {
+    return set(Kind::kRobotsReal);
+  }
+  if (Match(path, "/p/", ".html", &n)) {
+    return n < pages ? set(Kind::kPage, n) : r;
+  }
+  if (p.duplicates && Match(path, "/dup/", ".html", &n) && n < pages) {
+    return set(Kind::kDup, n);
+  }
+  bool private_on =
+      p.robots == Robots::kDisallow ||
+      (p.robots == Robots::kRedirect && p.robots_real == Robots::kDisallow);
+  if (private_on && Match(path, "/private/", ".html", &n) && n < pages) {
+    return set(Kind::kPrivate, n);
+  }
+  if (p.trap_calendar && path.size() == 13 && path.starts_with("/cal/") &&
+      path[9] == '/' && path[12] == '/' && ParseNum(path.substr(5, 4), &n) &&
+      n >= 1000 && path.substr(10, 2) >= "01" && path.substr(10, 2) <= "12" &&
+      (path[10] == '0' || path[10] == '1') && isdigit(path[11])) {
+    m = (path[10] - '0') * 10 + (path[11] - '0');
+    return set(Kind::kCalendar, n, m);
+  }
+  if (p.trap_deep && path.starts_with("/deep/") && path.size() > 6) {
+    std::string_view rest = path.substr(6);
+    if (rest.size() % 2 == 0) {
+      bool ok = true;
+      for (size_t i = 0; i < rest.size(); i += 2) {
+        ok = ok && rest[i] == 'a' && rest[i + 1] == '/';
+      }
+      if (ok) return set(Kind::kDeep, static_cast<int64_t>(rest.size() / 2));
+    }
+    return r;
+  }
+  if (p.redirect_chain) {
+    if (Match(path, "/r/chain/", "", &n) && n <= 2) return set(Kind::kChain, n);
+    if (path == "/r/target/chain.html") return set(Kind::kChainTarget);
+  }
+  if (p.redirect_loop) {
+    if (path == "/r/loop/a") return set(Kind::kLoop, 0);
+    if (path == "/r/loop/b") return set(Kind::kLoop, 1);
+  }
+  if (p.redirect_cross && config_.hosts > 1 && Match(path, "/r/x/", "", &n) &&
+      n < pages) {
+    return set(Kind::kCross, n);
+  }
+  if (!p.errors.empty() && path.starts_with("/e/")) {
+    size_t slash = path.find('/', 3);
+    if (slash != std::string_view::npos &&
+        ParseNum(path.substr(3, slash - 3), &n) &&
+        std::find(p.errors.begin(), p.errors.end(), n) != p.errors.end() &&
+        Match(path.substr(slash), "/", ".html", &m) && m <= 1) {
+      return set(Kind::kError, n, m);
+    }
+    return r;
+  }
+  if (p.large_bytes > 0 && Match(path, "/large/", ".html", &n) && n <= 1) {
+    return set(Kind::kLarge, n);
+  }
+  if (p.gzip_bomb && path == "/bomb.html") return set(Kind::kBomb);
+  if (p.non_html) {
+    if (path == "/f/doc.pdf") return set(Kind::kFile, 0);
+    if (path == "/f/img.png") return set(Kind::kFile, 1);
+    if (path == "/f/note.txt") return set(Kind::kFile, 2);
+    if (path == "/f/lie.html") return set(Kind::kFile, 3);
+  }
+  if (p.nofollow) {
+    if (Match(path, "/nf/rel/", ".html", &n) && n < pages && n % 5 == 2) {
+      return set(Kind::kNofollowTarget, n, 0);
+    }
+    if (Match(path, "/nf/meta/", ".html", &n) && n < pages && n % 5 == 4) {
+      return set(Kind::kNofollowTarget, n, 1);
+    }
+  }
+  return r;
+}
+
+void Site::Links(int host, const Route& r, std::vector<Link>* links,
+                 bool* meta_nofollow) const {
+  links->clear();
+  *meta_nofollow = false;
+  const Profile& p = config_.profiles[host];
+  const int pages = config_.pages;
+  auto add = [links](std::string href, bool nofollow = false) {
+    links->push_back(Link{std::move(href), nofollow});
+  };
+  switch (r.kind) {
+    case Kind::kPage:
+    case Kind::kDup:
+    case Kind::kSession: {
+      const int src = p.mirror_of >= 0 ? p.mirror_of : host;
+      const int64_t n = r.a;
+      Rng rng(config_.seed, static_cast<uint64_t>(src),
+              static_cast<uint64_t>(n));
+      const std::string& origin = Origin(host);
+      auto same = [&](int64_t target) {
+        std::string href;
+        if (rng.Uniform() < config_.relative_share) {
+          switch (rng.Below(4)) {
+            case 0:
+              href = "../p/";
+              break;
+            case 1:
+              break;
+            case 2:
+              href = "./";
+              break;
+            default:
+              href = "/p/";
+          }
+        } else {
+          href = origin + "/p/";
+        }
+        AppendNum(&href, target);
+        href += ".html";
+        add(std::move(href));
+      };
+      if (n + 1 < pages) same(n + 1);
+      for (int k = 1; k < config_.links; ++k) {
+        if (config_.hosts > 1 && rng.Uniform() < config_.cross_host_share) {
+          int t = static_cast<int>(rng.Below(config_.hosts - 1));
+          if (t >= src) ++t;
+          std::string href = Origin(t) + "/p/";
+          AppendNum(&href, static_cast<int64_t>(rng.Below(pages)));
+          href += ".html";
+          add(std::move(href));
+        } else {
+          same(static_cast<int64_t>(rng.Below(pages)));
+        }
+      }
+      if (r.kind == Kind::kSession) {
+        // Every same-host page link carries a fresh session id derived from
+        // the current one: an infinite, deterministic URL space.
+        uint64_t h = HashBytes(r.sid);
+        std::vector<Link> out;
+        for (size_t i = 0; i < links->size(); ++i) {
+          std::string& href = (*links)[i].href;
+          if (href.starts_with("http://") && !href.starts_with(origin + "/")) {
+            out.push_back((*links)[i]);
+            continue;
+          }
+          size_t slash = href.rfind('/');
+          std::string file =
+              slash == std::string::npos ? href : href.substr(slash + 1);
+          out.push_back(
+              Link{"/p/" + file + "?sid=" + Hex(Mix(h + i + 1)), false});
+        }
+        *links = std::move(out);
+        return;
+      }
+      if (p.robots == Robots::kDisallow ||
+          (p.robots == Robots::kRedirect &&
+           p.robots_real == Robots::kDisallow)) {
+        add("/private/" + std::to_string(n) + ".html");
+      }
+      if (p.duplicates) add("/dup/" + std::to_string(n) + ".html");
+      if (p.nofollow && n % 5 == 2) {
+        add("/nf/rel/" + std::to_string(n) + ".html", true);
+      }
+      if (p.nofollow && n % 5 == 4) {
+        *meta_nofollow = true;
+        add("/nf/meta/" + std::to_string(n) + ".html");
+      }
+      if (n == 0) {
+        if (p.trap_calendar) add("/cal/2024/01/");
+        if (p.trap_deep) add("/deep/a/");
+        if (p.trap_session) {
+          add("/p/" + std::to_string(std::min(1, pages - 1)) +
+              ".html?sid=" + Hex(Mix(config_.seed ^ Mix(host + 0x5e55))));
+        }
+        if (p.redirect_chain) add("/r/chain/0");
+        if (p.redirect_loop) add("/r/loop/a");
+        if (p.redirect_cross && config_.hosts > 1) {
+          add("/r/x/" + std::to_string(std::min(1, pages - 1)));
+        }
+        for (int code : p.errors) {
+          add("/e/" + std::to_string(code) + "/0.html");
+          add("/e/" + std::to_string(code) + "/1.html");
+        }
+        if (p.large_bytes > 0) {
+          add("/large/0.html");
+          add("/large/1.html");
+        }
+        if (p.gzip_bomb) add("/bomb.html");
+        if (p.non_html) {
+          add("/f/doc.pdf");
+          add("/f/img.png");
+          add("/f/note.txt");
+          add("/f/lie.html");
+        }
+      }
+      return;
+    }
+    case Kind::kCalendar: {
+      int64_t y = r.a, mo = r.b;
+      char buf[32];
+      int64_t py = mo == 1 ? y - 1 : y, pm = mo == 1 ? 12 : mo - 1;
+      int64_t ny = mo == 12 ? y + 1 : y, nm = mo == 12 ? 1 : mo + 1;
+      if (py >= 1000) {
+        snprintf(buf, sizeof buf, "/cal/%lld/%02lld/",
+                 static_cast<long long>(py), static_cast<long long>(pm));
+        add(buf);
+      }
+      if (ny <= 9999) {
+        snprintf(buf, sizeof buf, "/cal/%lld/%02lld/",
+                 static_cast<long long>(ny), static_cast<long long>(nm));
+        add(buf);
+      }
+      add("/p/0.html");
+      return;
+    }
+    case Kind::kDeep:
+      add("a/");
+      add("/p/0.html");
+      return;
+    case Kind::kSlash:
+    case Kind::kChainTarget:
+    case Kind::kPrivate:
+    case Kind::kNofollowTarget:
+      add("/p/0.html");
+      return;
+    default:
+      return;
+  }
+}
+
+void Site::RenderPage(int host, const Route& r, Response* out) const {
+  const Profile& p = config_.profiles[host];
+  std::vector<Link> links;
+  bool meta_nofollow = false;
+  Links(host, r, &links, &meta_nofollow);
+  out->status = 200;
+  out->content_type = HtmlType(p.charset);
+  std::string& b = out->body;
+  b.clear();
+  const bool big =
+      r.kind == Kind::kPage || r.kind == Kind::kDup || r.kind == Kind::kSession;
+  b.reserve((big ? config_.page_bytes : 0) + 256 + links.size() * 80);
+  std::string title;
+  switch (r.kind) {
+    case Kind::kPage:
+    case Kind::kDup:
+      title = "Page " + std::to_string(r.a);
+      break;
+    case Kind::kSession:
+      title = "Session page " + std::to_string(r.a);
+      break;
+    case Kind::kCalendar:
+      title = "Calendar " + std::to_string(r.a) + "-" + std::to_string(r.b);
+      break;
+    case Kind::kDeep:
+      title = "Deep " + std::to_string(r.a);
+      break;
+    case Kind::kPrivate:
+      title = "Private " + std::to_string(r.a);
+      break;
+    case Kind::kNofollowTarget:
+      title = "Nofollow target " + std::to_string(r.a);
+      break;
+    default:
+      title = "Index";
+  }
+  const std::string_view cs = CharsetName(p.charset);
+  if (!p.malformed) {
+    b += "<!DOCTYPE html>\n<html><head><meta charset=\"";
+    b += cs;
+    b += "\"><title>";
+    b += title;
+    b += "</title>";
+    if (meta_nofollow) b += "<meta name=\"robots\" content=\"nofollow\">";
+    b += "</head>\n<body>\n<h1>";
+    b += title;
+    b += "</h1>\n<ul>\n";
+    for (size_t i = 0; i < links.size(); ++i) {
+      b += "<li><a href=\"";
+      b += links[i].href;
+      b += links[i].nofollow ? "\" rel=\"nofollow\">link " : "\">link ";
+      AppendNum(&b, static_cast<int64_t>(i));
+      b += "</a></li>\n";
+    }
+    b += "</ul>\n<p>";
+  } else {
+    // Tag soup a browser-conformant parser (Gumbo, html5lib) still reads:
+    // unclosed elements, misnested inline tags, unquoted attributes.
+    b += "<html><head><meta charset=";
+    b += cs;
+    b += "><title>";
+    b += title;
+    b += "</title>";
+    if (meta_nofollow) b += "<meta name=robots content=nofollow>";
+    b += "\n<body><div class=main><p>Intro <b><i>";
+    b += title;
+    b += "</b></i>\n<table><tr><td>\n";
+    for (size_t i = 0; i < links.size(); ++i) {
+      const std::string& h = links[i].href;
+      const char* rel = links[i].nofollow ? " rel=nofollow" : "";
+      if (i % 3 == 0 && h.find_first_of("=?'\"` <>") == std::string::npos) {
+        b += "<p><a href=";
+        b += h;
+        b += rel;
+        b += ">link ";
+      } else if (i % 3 == 1) {
+        b += "<span><a class=l href='";
+        b += h;
+        b += "'";
+        b += rel;
+        b += ">link ";
+      } else {
+        b += "<li><a\nhref=\"";
+        b += h;
+        b += "\"";
+        b += rel;
+        b += " >link ";
+      }
+      AppendNum(&b, static_cast<int64_t>(i));
+      b += "</a>\n";
+    }
+    b += "</table>\n<p>";
+  }
+  if (big) {
+    const int src = p.mirror_of >= 0 ? p.mirror_of : host;
+    Rng rng(config_.seed ^ 0xf111e5ULL, static_cast<uint64_t>(src),
+            static_cast<uint64_t>(r.a));
+    const auto& special = CharsetWords(p.charset);
+    const size_t want = static_cast<size_t>(config_.page_bytes);
+    int words = 0;
+    while (b.size() + 16 < want) {
+      uint64_t x = rng.Next();
+      if (!special.empty() && (x & 7) == 0) {
+        b += special[(x >> 3) % special.size()];
+      } else {
+        b += kWords[(x >> 3) % std::size(kWords)];
+      }
+      if (++words % 12 == 0) {
+        b += ".</p>\n<p>";
+      } else {
+        b += ' ';
+      }
+    }
+  } else if (!CharsetWords(p.charset).empty()) {
+    b += CharsetWords(p.charset)[0];
+  }
+  b += p.malformed ? "\n<li>unclosed\n</div></span>\n"
+                   : "</p>\n</body></html>\n";
+}
+
+void Site::Respond(int host, const Route& r, int count, Response* out) {
+  const Profile& p = config_.profiles[host];
+  *out = Response{};
+  auto text = [out](int status, std::string_view type, std::string body) {
+    out->status = status;
+    out->content_type = type;
+    out->body = std::move(body);
+  };
+  auto robots_body = [&](Robots v) {
+    switch (v) {
+      case Robots::kDisallow:
+        return std::string("User-agent: *\nDisallow: /private/\n");
+      case Robots::kCrawlDelay:
+        return "User-agent: *\nCrawl-delay: " + std::to_string(p.crawl_delay) +
+               "\nDisallow:\n";
+      default:
+        return std::string("User-agent: *\nDisallow:\n");
+    }
+  };
+  switch (r.kind) {
+    case Kind::kNotFound:
+      text(404, "text/html; charset=utf-8",
+           "<html><body><h1>404 Not Found</h1></body></html>\n");
+      return;
+    case Kind::kRobots:
+      switch (p.robots) {
+        case Robots::k404:
+          text(404, "text/plain", "not found\n");
+          return;
+        case Robots::k500:
+          text(500, "text/plain", "internal server error\n");
+          return;
+        case Robots::kTimeout:
+          out->hold = true;
+          return;
+        case Robots::kRedirect:
+          out->status = 301;
+          out->content_type = "text/plain";
+          out->location = RedirectLocation(host, r);
+          return;
+        default:
+          text(200, "text/plain", robots_body(p.robots));
+          return;
+      }
+    case Kind::kRobotsReal:
+      text(200, "text/plain", robots_body(p.robots_real));
+      return;
+    case Kind::kChain:
+    case Kind::kLoop:
+    case Kind::kCross:
+      out->status = 301;
+      out->content_type = "text/plain";
+      out->location = RedirectLocation(host, r);
+      return;
+    case Kind::kError: {
+      const int code = static_cast<int>(r.a);
+      std::string body = "<html><body><h1>Status " + std::to_string(code) +
+                         "</h1></body></html>\n";
+      if ((code == 503 || code == 429) && count > 2) {
+        text(200, "text/html; charset=utf-8",
+             "<html><body><h1>Recovered</h1></body></html>\n");
+        return;
+      }
+      text(code, "text/html; charset=utf-8", std::move(body));
+      if (code == 503 || code == 429) out->retry_after = 1;
+      return;
+    }
+    case Kind::kLarge:
+      out->content_type = "text/html; charset=utf-8";
+      out->stream_bytes = p.large_bytes;
+      return;
+    case Kind::kBomb:
+      out->content_type = "text/html; charset=utf-8";
+      out->gzip = true;
+      out->shared_body = Bomb();
+      return;
+    case Kind::kFile:
+      switch (r.a) {
+        case 0:
+          text(200, "application/pdf",
+               "%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj << /Type /Catalog >> "
+               "endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n");
+          return;
+        case 1:
+          text(200, "image/png",
+               std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\1\0\0\0\1"
+                           "\x08\x06\0\0\0\x1f\x15\xc4\x89",
+                           33));
+          return;
+        case 2:
+          text(200, "text/plain; charset=utf-8",
+               "A plain text file. Not a link: http://h0.farm.test/p/0.html\n");
+          return;
+        default: {
+          // A lying Content-Type: says HTML, is binary (with NULs).
+          std::string bin(4096, '\0');
+          for (size_t i = 0; i < bin.size(); ++i) {
+            bin[i] = static_cast<char>(Mix(i) & 0xff);
+          }
+          text(200, "text/html", std::move(bin));
+          return;
+        }
+      }
+    default:
+      RenderPage(host, r, out);
+      return;
+  }
+}
+
+std::string Site::RedirectLocation(int host, const Route& r) const {
+  switch (r.kind) {
+    case Kind::kRobots:
+      if (config_.profiles[host].robots != Robots::kRedirect) return "";
+      return Origin(host) + "/robots-real.txt";
+    case Kind::kChain:
+      return Origin(host) + (r.a < 2 ? "/r/chain/" + std::to_string(r.a + 1)
+                                     : std::string("/r/target/chain.html"));
+    case Kind::kLoop:
+      return Origin(host) + (r.a == 0 ? "/r/loop/b" : "/r/loop/a");
+    case Kind::kCross:
+      return Origin((host + 1) % config_.hosts) + "/p/" + std::to_string(r.a) +
+             ".html";
+    default:
+      return "";
+  }
+}
+
+void Site::LargeChunk(int64_t offset, size_t len, std::string* out) {
+  const std::string& pat = LargePattern();
+  out->clear();
+  out->reserve(len);
+  size_t start = static_cast<size_t>(offset % kLine.size());
+  while (out->size() < len) {
+    size_t take = std::min(len - out->size(), pat.size() - start);
+    out->append(pat, start, take);
+    start = 0;
+  }
+}
+
+const std::string& Site::Bomb() {
+  if (!bomb_.empty()) return bomb_;
+  // 1 MiB of spaces, deflated with a full flush so the block sequence is
+  // byte-aligned and self-contained: repeating it 1024 times is a valid
+  // deflate stream of 1 GiB. Only ~1 MiB is ever held.
+  constexpr size_t kChunk = 1 << 20;
+  constexpr int kRepeat = 1024;
+  std::string chunk(kChunk, ' ');
+  z_stream zs{};
+  deflateInit2(&zs, 9, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY);
+  std::string block(deflateBound(&zs, kChunk) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(chunk.data());
+  zs.avail_in = kChunk;
+  zs.next_out = reinterpret_cast<Bytef*>(block.data());
+  zs.avail_out = static_cast<uInt>(block.size());
+  deflate(&zs, Z_FULL_FLUSH);
+  block.resize(block.size() - zs.avail_out);
+  char fin[64];
+  zs.next_out = reinterpret_cast<Bytef*>(fin);
+  zs.avail_out = sizeof fin;
+  deflate(&zs, Z_FINISH);
+  size_t fin_len = sizeof fin - zs.avail_out;
+  deflateEnd(&zs);
+  uLong crc1 = crc32(0, reinterpret_cast<const Bytef*>(chunk.data()), kChunk);
+  uLong crc = crc1;
+  for (int i = 1; i < kRepeat; ++i) crc = crc32_combine(crc, crc1, kChunk);
+  const uint32_t isize = static_cast<uint32_t>(
+      (static_cast<uint64_t>(kChunk) * kRepeat) & 0xffffffffu);
+  bomb_.reserve(10 + block.size() * kRepeat + fin_len + 8);
+  bomb_.append("\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\x03", 10);
+  for (int i = 0; i < kRepeat; ++i) bomb_ += block;
+  bomb_.append(fin, fin_len);
+  for (int i = 0; i < 4; ++i)
+    bomb_ += static_cast<char>((crc >> (8 * i)) & 0xff);
+  for (int i = 0; i < 4; ++i) {
+    bomb_ += static_cast<char>((isize >> (8 * i)) & 0xff);
+  }
+  return bomb_;
+}
+
+std::vector<std::string> Site::Seeds() const {
+  std::vector<std::string> out;
+  const int n = config_.seeds_all ? config_.hosts : 1;
+  for (int i = 0; i < n; ++i) out.push_back(Origin(i) + "/p/0.html");
+  return out;
+}
+
+namespace {
+
+// Removes "." and ".." segments (RFC 3986 sec. 5.2.4) from an absolute path.
+std::string RemoveDots(std::string_view path) {
+  std::vector<std::string_view> segs;
+  size_t i = 1;
+  bool trailing = false;
+  while (i <= path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    std::string_view seg = path.substr(i, j - i);
+    trailing = seg == "." || seg == "..";
+    if (seg == "..") {
+      if (!segs.empty()) segs.pop_back();
+    } else if (seg != ".") {
+      segs.push_back(seg);
+    }
+    i = j + 1;
+  }
+  std::string out;
+  for (std::string_view s : segs) {
+    out += '/';
+    out += s;
+  }
+  if (trailing || out.empty()) out += '/';
+  return out;
+}
+
+}  // namespace
+
+void Site::ComputeManifest(std::vector<std::string>* manifest,
+                           std::vector<std::string>* disallowed) const {
+  manifest->clear();
+  disallowed->clear();
+  std::unordered_set<std::string> seen;
+  std::deque<std::pair<int, std::string>> queue;
+  auto push = [&](int h, std::string target) {
+    if (seen.insert(names_[h] + target).second) {
+      queue.emplace_back(h, std::move(target));
+    }
+  };
+  // Resolves a link href (one of the forms the farm writes) against the
+  // page's own target.
+  auto resolve = [&](int h, const std::string& base, const std::string& href) {
+    if (href.starts_with("http://")) {
+      size_t slash = href.find('/', 7);
+      std::string_view auth = std::string_view(href).substr(
+          7, slash == std::string::npos ? std::string::npos : slash - 7);
+      auth = auth.substr(0, auth.find(':'));
+      std::optional<int> t = FindHost(auth);
+      if (t) {
+        push(*t, slash == std::string::npos ? "/" : href.substr(slash));
+      }
+      return;
+    }
+    if (href.starts_with("/")) {
+      push(h, href);
+      return;
+    }
+    std::string_view bpath = std::string_view(base).substr(0, base.find('?'));
+    std::string joined(bpath.substr(0, bpath.rfind('/') + 1));
+    size_t q = href.find('?');
+    joined += href.substr(0, q);
+    std::string target = RemoveDots(joined);
+    if (q != std::string::npos) target += href.substr(q);
+    push(h, std::move(target));
+  };
+  for (int i = 0; i < (config_.seeds_all ? config_.hosts : 1); ++i) {
+    push(i, "/p/0.html");
+  }
+  std::vector<Link> links;
+  while (!queue.empty()) {
+    auto [h, target] = std::move(queue.front());
+    queue.pop_front();
+    std::string url = Origin(h) + target;
+    if (PathDisallowed(h,
+                       std::string_view(target).substr(0, target.find('?')))) {
+      disallowed->push_back(std::move(url));
+      continue;
+    }
+    manifest->push_back(std::move(url));
+    Route r = Classify(h, target);
+    if (r.kind == Kind::kChain || r.kind == Kind::kLoop ||
+        r.kind == Kind::kCross) {
+      resolve(h, target, RedirectLocation(h, r));
+      continue;
+    }
+    // Trap spaces: only their entry URL is in the manifest.
+    if (r.kind == Kind::kCalendar || r.kind == Kind::kDeep ||
+        r.kind == Kind::kSession) {
+      continue;
+    }
+    bool meta_nofollow = false;
+    Links(h, r, &links, &meta_nofollow);
+    if (meta_nofollow) continue;
+    for (const Link& l : links) {
+      if (!l.nofollow) resolve(h, target, l.href);
+    }
+  }
+  std::sort(manifest->begin(), manifest->end());
+  std::sort(disallowed->begin(), disallowed->end());
+}
+
+}  // namespace crawld::webfarm

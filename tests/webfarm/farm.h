@@ -1,0 +1,211 @@
+// tests/webfarm/farm.h: the webfarm's deterministic site model.
+//
+// The webfarm is the synthetic multi-host web every crawler test lives in
+// (docs/WEBFARM.md). This header holds everything that does not touch a
+// socket: the TOML config, the per-host behaviour profiles, the routing of a
+// request target to a resource, the rendering of every response body, and the
+// BFS that derives manifest.txt and disallowed.txt from the same link lists
+// the pages are rendered from (so the manifest cannot drift from the pages).
+//
+// Robots semantics follow RFC 9309 (https://www.rfc-editor.org/rfc/rfc9309):
+// a 4xx robots.txt means "crawl everything", a 5xx or unreachable one means
+// "crawl nothing" (sec. 2.3.1.3 and 2.3.1.4).
+//
+// Deliberate simplifications: only the link forms the farm itself writes are
+// resolved (absolute http URLs, "/abs", "../p/x", "x", "./x"); the farm is
+// not a general URL library.
+#ifndef CRAWLD_TESTS_WEBFARM_FARM_H_
+#define CRAWLD_TESTS_WEBFARM_FARM_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+
+namespace crawld::webfarm {
+
+enum class Robots {
+  kAllow,       // "allow": User-agent: * / Disallow: (empty)
+  kDisallow,    // "disallow": Disallow: /private/
+  kCrawlDelay,  // "crawl-delay": allow-all plus Crawl-delay: <crawl_delay>
+  k404,         // "404" and "nofile": robots.txt answers 404
+  k500,         // "500": robots.txt answers 500 (crawl nothing)
+  kTimeout,     // "timeout": request held without answer (crawl nothing)
+  kRedirect,    // "redirect": 301 to /robots-real.txt (robots_real variant)
+};
+
+enum class Charset { kUtf8, kWindows1252, kShiftJis, kIso88591 };
+
+// One host's behaviour; every field defaults to the plain, well-behaved host.
+struct Profile {
+  Robots robots = Robots::kAllow;
+  Robots robots_real = Robots::kDisallow;  // served by /robots-real.txt
+  int crawl_delay = 2;                     // seconds, in robots.txt
+  bool trap_calendar = false;
+  bool trap_deep = false;
+  bool trap_session = false;
+  bool duplicates = false;  // /dup/<n>.html byte-identical to /p/<n>.html
+  int mirror_of = -1;       // host index whose pages this host serves
+  bool redirect_chain = false;
+  bool redirect_loop = false;
+  bool redirect_cross = false;
+  std::vector<int> errors;      // status codes served under /e/<code>/
+  int first_byte_ms = 0;        // milliseconds before the response head
+  int trickle_bytes_per_s = 0;  // bytes per second for bodies; 0 = full speed
+  int64_t large_bytes = 0;      // bytes of each /large/<k>.html; 0 = none
+  bool gzip_bomb = false;       // /bomb.html, gzip expanding to 1 GiB
+  bool non_html = false;        // /f/doc.pdf, img.png, note.txt, lie.html
+  bool malformed = false;       // pages rendered as tag soup
+  Charset charset = Charset::kUtf8;
+  bool nofollow = false;  // meta nofollow pages and rel=nofollow links
+};
+
+struct Config {
+  uint64_t seed = 1;
+  int hosts = 4;                  // number of h<i>.farm.test hosts
+  int pages = 20;                 // /p/<n>.html per host
+  int page_bytes = 2048;          // approximate HTML size of a page, bytes
+  int links = 8;                  // links per page (before profile extras)
+  double cross_host_share = 0.1;  // 0..1 of links to other hosts
+  double relative_share = 0.5;    // 0..1 of same-host links written relative
+  int ips = 16;                   // distinct 127.1.x.y addresses
+  bool seeds_all = true;          // seeds = "all" (true) or "first"
+  std::vector<Profile> profiles;  // one per host, after merging [[profile]]
+};
+
+// Parses and validates a config file. Failure: InvalidArgument with the file
+// and line of the first offending key (unknown keys are errors).
+[[nodiscard]] Result<Config> LoadConfig(const std::string& path);
+
+// Same, from TOML text (for tests); `name` is used in messages.
+[[nodiscard]] Result<Config> ParseConfig(std::string_view text,
+                                         const std::string& name);
+
+// The resource a request target names on one host.
+enum class Kind {
+  kNotFound,
+  kSlash,           // "/": a tiny page linking to /p/0.html
+  kRobots,          // /robots.txt
+  kRobotsReal,      // /robots-real.txt (redirect profile only)
+  kPage,            // /p/<a>.html
+  kDup,             // /dup/<a>.html
+  kPrivate,         // /private/<a>.html (disallowed)
+  kSession,         // /p/<a>.html?sid=<sid>
+  kCalendar,        // /cal/<a>/<b>/ (year, month)
+  kDeep,            // /deep/a/.../ with <a> levels
+  kChain,           // /r/chain/<a>, a in 0..2
+  kChainTarget,     // /r/target/chain.html
+  kLoop,            // /r/loop/a (a=0) or /r/loop/b (a=1)
+  kCross,           // /r/x/<a>: 301 to another host's /p/<a>.html
+  kError,           // /e/<a>/<b>.html: status a
+  kLarge,           // /large/<a>.html
+  kBomb,            // /bomb.html
+  kFile,            // /f/...: a=0 pdf, 1 png, 2 txt, 3 lie
+  kNofollowTarget,  // /nf/rel/<a>.html (b=0) or /nf/meta/<a>.html (b=1)
+};
+
+struct Route {
+  Kind kind = Kind::kNotFound;
+  int64_t a = 0;
+  int64_t b = 0;
+  std::string_view sid;  // view into the classified target
+};
+
+struct Link {
+  std::string href;
+  bool nofollow = false;
+};
+
+// What to send for one request. Bodies are either held in `body`, or streamed
+// (large pages) or shared (the gzip bomb, owned by the Site).
+struct Response {
+  int status = 200;
+  std::string_view content_type;  // static storage
+  std::string location;           // absolute URL for 3xx
+  int retry_after = -1;           // seconds; -1 = no header
+  bool gzip = false;              // Content-Encoding: gzip
+  bool hold = false;              // never answer (robots timeout)
+  std::string body;
+  int64_t stream_bytes = -1;     // >= 0: body is this many generated bytes
+  std::string_view shared_body;  // non-empty: body is this (Site-owned)
+  int64_t length() const {
+    if (stream_bytes >= 0) return stream_bytes;
+    if (!shared_body.empty()) return static_cast<int64_t>(shared_body.size());
+    return static_cast<int64_t>(body.size());
+  }
+};
+
+// The generated web. Immutable after construction except for the lazily
+// built gzip bomb; used from the server's one loop thread.
+class Site {
+ public:
+  // REQUIRES: config validated by LoadConfig/ParseConfig; port > 0.
+  Site(Config config, int port);
+  Site(const Site&) = delete;
+  Site& operator=(const Site&) = delete;
+
+  const Config& config() const { return config_; }
+  int port() const { return port_; }
+  int host_count() const { return config_.hosts; }
+  const std::string& HostName(int i) const { return names_[i]; }
+  const std::string& HostIp(int i) const { return ips_[i]; }
+  // Distinct host addresses, in first-use order.
+  const std::vector<std::string>& DistinctIps() const { return distinct_ips_; }
+  // Host index of a lowercase name without port; nullopt if not a farm host.
+  std::optional<int> FindHost(std::string_view name) const;
+
+  // Maps an origin-form target (path plus optional query) to a resource.
+  // The returned Route may view into `target`.
+  Route Classify(int host, std::string_view target) const;
+
+  // Fills `links` (cleared first) with the links the resource's body holds;
+  // *meta_nofollow says the page carries <meta name=robots content=nofollow>.
+  void Links(int host, const Route& r, std::vector<Link>* links,
+             bool* meta_nofollow) const;
+
+  // Fills `out` for a request; `count` is how many requests (1-based,
+  // including this one) this host+target has received, for the 503/429
+  // profile.
+  void Respond(int host, const Route& r, int count, Response* out);
+
+  // The absolute Location of a redirect resource (robots redirect, chain,
+  // loop, cross-host); empty for any other kind.
+  std::string RedirectLocation(int host, const Route& r) const;
+
+  // Writes one generated streamed body chunk: bytes [offset, offset+len) of
+  // a large page into `out` (replaced).
+  static void LargeChunk(int64_t offset, size_t len, std::string* out);
+
+  // The manifest and disallowed URL lists (sorted, canonical) and seeds.
+  void ComputeManifest(std::vector<std::string>* manifest,
+                       std::vector<std::string>* disallowed) const;
+  std::vector<std::string> Seeds() const;
+
+  // "http://<name>:<port>" for host i; valid as long as the Site.
+  const std::string& Origin(int i) const { return origins_[i]; }
+
+ private:
+  void RenderPage(int host, const Route& r, Response* out) const;
+  bool PathDisallowed(int host, std::string_view path) const;
+  const std::string& Bomb();
+
+  Config config_;
+  int port_;
+  std::vector<std::string> names_;
+  std::vector<std::string> ips_;
+  std::vector<std::string> origins_;
+  std::vector<std::string> distinct_ips_;
+  std::unordered_map<std::string, int> by_name_;
+  std::string bomb_;  // built on first request
+};
+
+// Wall clock (CLOCK_REALTIME) in microseconds.
+int64_t NowMicros();
+
+}  // namespace crawld::webfarm
+
+#endif  // CRAWLD_TESTS_WEBFARM_FARM_H_
