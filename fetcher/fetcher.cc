@@ -1,0 +1,718 @@
+// fetcher/fetcher.cc: curl multi on the worker's libuv loop (the pattern of
+// curl's docs/examples/multi-uv.c). docs/LOOP.md describes the callbacks,
+// who owns which handle, and the per-fetch state machine.
+#include "fetcher/fetcher.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <uv.h>
+
+#include <algorithm>
+#include <cassert>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <unordered_set>
+
+namespace crawld::fetcher {
+namespace {
+
+using DoneFn = std::function<void(Response&&)>;
+
+struct Completion {
+  DoneFn done;
+  Response response;
+};
+
+// Runs callbacks without touching the Fetcher, which a callback may destroy.
+void Deliver(std::vector<Completion> items) {
+  for (Completion& c : items) c.done(std::move(c.response));
+}
+
+template <typename Handle>
+void CloseAndDelete(Handle* h) {
+  uv_close(reinterpret_cast<uv_handle_t*>(h), [](uv_handle_t* handle) {
+    delete reinterpret_cast<Handle*>(handle);
+  });
+}
+
+int64_t WallMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() &&
+         EqualsIgnoreCase(s.substr(0, prefix.size()), prefix);
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' ||
+                        s.back() == '\r' || s.back() == '\n')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+ErrorClass Classify(CURLcode code) {
+  switch (code) {
+    case CURLE_OK:
+      return ErrorClass::kNone;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+      return ErrorClass::kConnect;
+    case CURLE_OPERATION_TIMEDOUT:
+      return ErrorClass::kTimeout;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_USE_SSL_FAILED:
+      return ErrorClass::kTls;
+    case CURLE_FILESIZE_EXCEEDED:
+      return ErrorClass::kTooLarge;
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_BAD_CONTENT_ENCODING:
+    case CURLE_RANGE_ERROR:
+    case CURLE_TOO_MANY_REDIRECTS:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+      return ErrorClass::kProtocol;
+    case CURLE_ABORTED_BY_CALLBACK:
+      return ErrorClass::kAborted;
+    default:
+      return ErrorClass::kOther;
+  }
+}
+
+Options Sanitize(Options o) {
+  o.total_timeout_ms = std::max<int64_t>(o.total_timeout_ms, 1);
+  o.connect_timeout_ms =
+      std::clamp<int64_t>(o.connect_timeout_ms, 1, o.total_timeout_ms);
+  o.low_speed_bytes_per_s = std::max<int64_t>(o.low_speed_bytes_per_s, 0);
+  o.low_speed_time_s = std::max<int64_t>(o.low_speed_time_s, 0);
+  o.max_body_bytes = std::max<uint64_t>(o.max_body_bytes, 1);
+  o.max_connections = std::clamp<size_t>(o.max_connections, 1, 100000);
+  return o;
+}
+
+}  // namespace
+
+std::string_view ErrorClassName(ErrorClass c) {
+  switch (c) {
+    case ErrorClass::kNone:
+      return "none";
+    case ErrorClass::kConnect:
+      return "connect";
+    case ErrorClass::kTimeout:
+      return "timeout";
+    case ErrorClass::kTls:
+      return "tls";
+    case ErrorClass::kTooLarge:
+      return "too_large";
+    case ErrorClass::kProtocol:
+      return "protocol";
+    case ErrorClass::kAborted:
+      return "aborted";
+    case ErrorClass::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+std::string Response::Header(std::string_view name) const {
+  for (const auto& [n, v] : headers) {
+    if (EqualsIgnoreCase(n, name)) return v;
+  }
+  return "";
+}
+
+// The life of one fetch, in the order it moves (like curl's mstate()):
+// states only move forward and may skip (an error goes straight to kDone).
+// kQueued fetches wait in our FIFO for one of max_connections slots; curl
+// sees a transfer from kStarted on, so its timeouts start there.
+enum class State { kQueued, kStarted, kRequestSent, kHeaders, kBody, kDone };
+
+std::string_view StateName(State s) {
+  switch (s) {
+    case State::kQueued:
+      return "queued";
+    case State::kStarted:
+      return "started";
+    case State::kRequestSent:
+      return "request_sent";
+    case State::kHeaders:
+      return "headers";
+    case State::kBody:
+      return "body";
+    case State::kDone:
+      return "done";
+  }
+  return "?";
+}
+
+struct Fetcher::Impl {
+  struct Fetch {
+    Impl* impl = nullptr;
+    CURL* easy = nullptr;
+    curl_slist* headers = nullptr;     // CURLOPT_HTTPHEADER, owned
+    curl_slist* connect_to = nullptr;  // CURLOPT_CONNECT_TO, owned
+    Request request;
+    Response response;
+    DoneFn done;
+    State state = State::kQueued;
+    uint64_t max_body = 0;
+    bool in_multi = false;          // added to the multi handle
+    bool head_complete = false;     // blank line of the current head seen
+    bool request_complete = false;  // request head fully captured
+    bool too_large = false;         // our write callback stopped the body
+    Status write_error;             // DocBuffer append failure
+    char error_buffer[CURL_ERROR_SIZE] = {};
+  };
+  struct SockPoll {
+    uv_poll_t poll;
+    Impl* impl;
+    curl_socket_t fd;
+  };
+
+  uv_loop_t* loop = nullptr;
+  Options options;
+  CURLM* multi = nullptr;
+  bool shut_down = false;
+  uv_timer_t* curl_timer = nullptr;   // CURLMOPT_TIMERFUNCTION's timer
+  uv_timer_t* defer_timer = nullptr;  // delivers `completions`
+  std::unordered_set<Fetch*> active;  // added to `multi`
+  // Waiting for a slot. We gate on max_connections ourselves instead of
+  // letting curl queue (CURLMOPT_MAX_TOTAL_CONNECTIONS alone): curl counts
+  // the time a transfer waits for a connection against its timeout.
+  std::deque<Fetch*> queued;
+  std::unordered_set<SockPoll*> polls;
+  std::vector<Completion> completions;
+  Stats stats;
+
+  // The single transition function: every state change goes through here.
+  void SetState(Fetch* f, State to) {
+    if (to <= f->state) return;
+    if (options.on_state_change) {
+      options.on_state_change(f->request.url, StateName(f->state),
+                              StateName(to));
+    }
+    f->state = to;
+  }
+
+  void Defer(DoneFn done, Response r) {
+    completions.push_back({std::move(done), std::move(r)});
+    if (!uv_is_active(reinterpret_cast<uv_handle_t*>(defer_timer))) {
+      uv_timer_start(defer_timer, OnDeferTimer, 0, 0);
+    }
+  }
+
+  static void OnDeferTimer(uv_timer_t* t) {
+    Impl* impl = static_cast<Impl*>(t->data);
+    std::vector<Completion> items = std::move(impl->completions);
+    impl->completions.clear();
+    impl->stats.completed += items.size();
+    Deliver(std::move(items));  // may destroy *impl
+  }
+
+  // --- curl callbacks (run inside curl calls: no user code, no re-entry) ---
+
+  static int OnDebug(CURL*, curl_infotype type, char* data, size_t size,
+                     void* userp) {
+    if (type != CURLINFO_HEADER_OUT) return 0;
+    Fetch* f = static_cast<Fetch*>(userp);
+    // A request re-sent on a fresh connection (stale keep-alive) replaces
+    // the first copy.
+    if (f->request_complete) {
+      f->response.request_head.clear();
+      f->request_complete = false;
+    }
+    f->response.request_head.append(data, size);
+    std::string_view head = f->response.request_head;
+    if (head.size() >= 4 && head.substr(head.size() - 4) == "\r\n\r\n") {
+      f->request_complete = true;
+      f->impl->SetState(f, State::kRequestSent);
+    }
+    return 0;
+  }
+
+  static size_t OnHeader(char* buf, size_t size, size_t n, void* userp) {
+    Fetch* f = static_cast<Fetch*>(userp);
+    size_t len = size * n;
+    std::string_view line(buf, len);
+    Response& r = f->response;
+    if (line.empty()) return len;
+    if (StartsWithIgnoreCase(line, "HTTP/")) {
+      // A new head: an interim 1xx before it is dropped.
+      r.response_head.clear();
+      r.headers.clear();
+      f->head_complete = false;
+      f->impl->SetState(f, State::kHeaders);
+    } else if (f->head_complete) {
+      return len;  // chunked trailers are not part of the head
+    }
+    r.response_head.append(line);
+    if (line == "\r\n" || line == "\n") {
+      f->head_complete = true;
+    } else if (!StartsWithIgnoreCase(line, "HTTP/")) {
+      if ((line[0] == ' ' || line[0] == '\t') && !r.headers.empty()) {
+        // obs-fold (RFC 9112 5.2): continuation of the previous value.
+        std::string& v = r.headers.back().second;
+        v += ' ';
+        v += Trim(line);
+      } else if (size_t colon = line.find(':'); colon != std::string::npos) {
+        r.headers.emplace_back(std::string(Trim(line.substr(0, colon))),
+                               std::string(Trim(line.substr(colon + 1))));
+      }
+    }
+    return len;
+  }
+
+  static size_t OnWrite(char* buf, size_t size, size_t n, void* userp) {
+    Fetch* f = static_cast<Fetch*>(userp);
+    size_t len = size * n;
+    f->impl->SetState(f, State::kBody);
+    uint64_t have = f->response.body.size();
+    uint64_t room = have < f->max_body ? f->max_body - have : 0;
+    size_t take = static_cast<size_t>(std::min<uint64_t>(len, room));
+    if (take > 0) {
+      Status s = f->response.body.Append(std::string_view(buf, take));
+      if (!s.ok()) {
+        f->write_error = s;
+        return 0;  // CURLE_WRITE_ERROR
+      }
+    }
+    // Keep what fits, then stop the transfer: returning less than `len`
+    // makes curl fail with CURLE_WRITE_ERROR.
+    if (take < len) f->too_large = true;
+    return take;
+  }
+
+  // --- multi_socket plumbing (multi-uv.c) ---
+
+  static int OnCurlSocket(CURL*, curl_socket_t s, int action, void* userp,
+                          void* socketp) {
+    Impl* impl = static_cast<Impl*>(userp);
+    SockPoll* sp = static_cast<SockPoll*>(socketp);
+    if (action == CURL_POLL_REMOVE) {
+      // Called before curl closes the socket: stop watching now, so a
+      // reused descriptor number never meets a stale watcher.
+      if (sp != nullptr) {
+        uv_poll_stop(&sp->poll);
+        impl->polls.erase(sp);
+        CloseAndDelete(sp);
+        curl_multi_assign(impl->multi, s, nullptr);
+      }
+      return 0;
+    }
+    if (sp == nullptr) {
+      sp = new SockPoll{};
+      sp->impl = impl;
+      sp->fd = s;
+      if (uv_poll_init_socket(impl->loop, &sp->poll, s) != 0) {
+        delete sp;
+        return -1;
+      }
+      sp->poll.data = sp;
+      impl->polls.insert(sp);
+      curl_multi_assign(impl->multi, s, sp);
+    }
+    int events = 0;
+    if (action == CURL_POLL_IN || action == CURL_POLL_INOUT) {
+      events |= UV_READABLE;
+    }
+    if (action == CURL_POLL_OUT || action == CURL_POLL_INOUT) {
+      events |= UV_WRITABLE;
+    }
+    uv_poll_start(&sp->poll, events, OnPoll);
+    return 0;
+  }
+
+  static int OnCurlTimer(CURLM*, long timeout_ms, void* userp) {
+    Impl* impl = static_cast<Impl*>(userp);
+    if (impl->shut_down) return 0;
+    if (timeout_ms < 0) {
+      uv_timer_stop(impl->curl_timer);
+    } else {
+      // 0 means "now"; 1 ms keeps libuv 1.44 from re-running a re-armed
+      // timer in the same timers phase (as multi-uv.c does).
+      uv_timer_start(impl->curl_timer, OnUvTimer,
+                     std::max<uint64_t>(static_cast<uint64_t>(timeout_ms), 1),
+                     0);
+    }
+    return 0;
+  }
+
+  static void OnPoll(uv_poll_t* handle, int status, int events) {
+    SockPoll* sp = static_cast<SockPoll*>(handle->data);
+    Impl* impl = sp->impl;
+    int flags = 0;
+    if (status < 0) {
+      flags = CURL_CSELECT_ERR;
+    } else {
+      if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
+      if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
+    }
+    int running = 0;
+    curl_multi_socket_action(impl->multi, sp->fd, flags, &running);
+    impl->CheckMultiInfo();  // may destroy *impl
+  }
+
+  static void OnUvTimer(uv_timer_t* t) {
+    Impl* impl = static_cast<Impl*>(t->data);
+    int running = 0;
+    curl_multi_socket_action(impl->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    impl->CheckMultiInfo();  // may destroy *impl
+  }
+
+  // Fills the response of a finished transfer and frees its curl state.
+  Completion Finish(Fetch* f, CURLcode code, bool aborted) {
+    if (f->in_multi) curl_multi_remove_handle(multi, f->easy);
+    Response& r = f->response;
+    long status = 0;
+    curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &status);
+    r.status_code = static_cast<int>(status);
+    char* ip = nullptr;
+    if (curl_easy_getinfo(f->easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK &&
+        ip != nullptr) {
+      r.ip = ip;
+    }
+    long connects = 0;
+    curl_easy_getinfo(f->easy, CURLINFO_NUM_CONNECTS, &connects);
+    stats.connections += static_cast<uint64_t>(std::max(connects, 0L));
+    if (aborted) {
+      r.error = ErrorClass::kAborted;
+      r.error_message = "shutdown";
+    } else if (code == CURLE_WRITE_ERROR && f->too_large) {
+      r.error = ErrorClass::kTooLarge;
+      r.error_message =
+          "body larger than " + std::to_string(f->max_body) + " bytes";
+    } else if (code == CURLE_WRITE_ERROR && !f->write_error.ok()) {
+      r.error = ErrorClass::kOther;
+      r.error_message = f->write_error.ToString();
+    } else {
+      r.error = Classify(code);
+      if (code != CURLE_OK) {
+        r.error_message = f->error_buffer[0] != '\0'
+                              ? std::string(f->error_buffer)
+                              : std::string(curl_easy_strerror(code));
+      }
+    }
+    if (r.error != ErrorClass::kNone && r.body.size() > 0) {
+      r.truncated = true;
+      switch (r.error) {
+        case ErrorClass::kTooLarge:
+          r.truncated_reason = "length";
+          break;
+        case ErrorClass::kTimeout:
+          r.truncated_reason = "time";
+          break;
+        case ErrorClass::kConnect:
+        case ErrorClass::kProtocol:
+        case ErrorClass::kAborted:
+          r.truncated_reason = "disconnect";
+          break;
+        default:
+          r.truncated_reason = "unspecified";
+      }
+    }
+    // A head seen only partly (cut before its blank line) is not a response.
+    if (!f->head_complete) {
+      r.response_head.clear();
+      r.headers.clear();
+    }
+    r.end_us = WallMicros();
+    SetState(f, State::kDone);
+    curl_easy_cleanup(f->easy);
+    curl_slist_free_all(f->headers);
+    curl_slist_free_all(f->connect_to);
+    active.erase(f);
+    Completion c{std::move(f->done), std::move(f->response)};
+    delete f;
+    return c;
+  }
+
+  void CheckMultiInfo() {
+    std::vector<Completion> out;
+    CURLMsg* msg;
+    int left = 0;
+    // Collect first: Finish() removes handles, which would invalidate the
+    // message queue while it is read.
+    std::vector<std::pair<Fetch*, CURLcode>> finished;
+    while ((msg = curl_multi_info_read(multi, &left)) != nullptr) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      Fetch* f = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &f);
+      finished.emplace_back(f, msg->data.result);
+    }
+    for (auto& [f, code] : finished) out.push_back(Finish(f, code, false));
+    stats.completed += out.size();
+    StartQueued();
+    Deliver(std::move(out));  // may destroy *this
+  }
+
+  // Hands queued fetches to curl while slots are free. Failures are
+  // delivered through the defer queue, never inline.
+  void StartQueued() {
+    while (!shut_down && !queued.empty() &&
+           active.size() < options.max_connections) {
+      Fetch* f = queued.front();
+      queued.pop_front();
+      active.insert(f);
+      SetState(f, State::kStarted);
+      CURLMcode mc = curl_multi_add_handle(multi, f->easy);
+      f->in_multi = mc == CURLM_OK;
+      if (mc != CURLM_OK) {
+        active.erase(f);
+        Completion c = Finish(f, CURLE_OK, false);
+        c.response.error = ErrorClass::kOther;
+        c.response.error_message =
+            std::string("curl_multi_add_handle: ") + curl_multi_strerror(mc);
+        Defer(std::move(c.done), std::move(c.response));
+      }
+    }
+  }
+
+  Status Configure(Fetch* f) {
+    CURL* e = f->easy;
+    const Request& rq = f->request;
+    bool v6 = rq.ip.find(':') != std::string::npos;
+    std::string ip = rq.ip;
+    if (ip.size() >= 2 && ip.front() == '[') ip = ip.substr(1, ip.size() - 2);
+    // "::HOST:" = any URL host and port -> this address, same port.
+    std::string connect_to = "::" + (v6 ? "[" + ip + "]" : ip) + ":";
+    curl_slist* connect_list = curl_slist_append(nullptr, connect_to.c_str());
+    bool accept_given = false;
+    for (const std::string& h : rq.extra_headers) {
+      if (StartsWithIgnoreCase(h, "accept-encoding:")) accept_given = true;
+      f->headers = curl_slist_append(f->headers, h.c_str());
+    }
+    if (!accept_given && !options.accept_encoding.empty()) {
+      f->headers = curl_slist_append(
+          f->headers, ("Accept-Encoding: " + options.accept_encoding).c_str());
+    }
+    f->connect_to = connect_list;  // curl keeps the pointer, not a copy
+
+    int64_t total = rq.total_timeout_ms > 0 ? rq.total_timeout_ms
+                                            : options.total_timeout_ms;
+    CURLcode rc = CURLE_OK;
+    auto set = [&](CURLoption opt, auto value) {
+      if (rc == CURLE_OK) rc = curl_easy_setopt(e, opt, value);
+    };
+    set(CURLOPT_URL, rq.url.c_str());
+    set(CURLOPT_PRIVATE, static_cast<void*>(f));
+    set(CURLOPT_CONNECT_TO, connect_list);
+    set(CURLOPT_PROXY, "");  // ignore *_proxy environment variables
+    set(CURLOPT_PROTOCOLS_STR, "http,https");
+    set(CURLOPT_FOLLOWLOCATION, 0L);
+    set(CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+    set(CURLOPT_PATH_AS_IS, 1L);
+    set(CURLOPT_NOSIGNAL, 1L);
+    set(CURLOPT_HTTP_CONTENT_DECODING, 0L);
+    set(CURLOPT_CONNECTTIMEOUT_MS,
+        static_cast<long>(std::min(options.connect_timeout_ms, total)));
+    set(CURLOPT_TIMEOUT_MS, static_cast<long>(total));
+    set(CURLOPT_LOW_SPEED_LIMIT,
+        static_cast<long>(options.low_speed_bytes_per_s));
+    set(CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.low_speed_time_s));
+    set(CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
+    set(CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
+    if (!options.ca_file.empty()) set(CURLOPT_CAINFO, options.ca_file.c_str());
+    if (!options.user_agent.empty()) {
+      set(CURLOPT_USERAGENT, options.user_agent.c_str());
+    }
+    if (f->headers != nullptr) set(CURLOPT_HTTPHEADER, f->headers);
+    set(CURLOPT_ERRORBUFFER, f->error_buffer);
+    set(CURLOPT_HEADERFUNCTION, OnHeader);
+    set(CURLOPT_HEADERDATA, static_cast<void*>(f));
+    set(CURLOPT_WRITEFUNCTION, OnWrite);
+    set(CURLOPT_WRITEDATA, static_cast<void*>(f));
+    set(CURLOPT_DEBUGFUNCTION, OnDebug);
+    set(CURLOPT_DEBUGDATA, static_cast<void*>(f));
+    set(CURLOPT_VERBOSE, 1L);  // required for the debug callback
+    if (rc != CURLE_OK) {
+      return Status::InvalidArgument(std::string("curl_easy_setopt: ") +
+                                     curl_easy_strerror(rc));
+    }
+    return Status::Ok();
+  }
+};
+
+Fetcher::Fetcher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Fetcher::~Fetcher() { Shutdown(); }
+
+Result<std::unique_ptr<Fetcher>> Fetcher::Create(uv_loop_t* loop,
+                                                 const Options& options) {
+  if (loop == nullptr) return Status::InvalidArgument("fetcher: null loop");
+  auto impl = std::make_unique<Impl>();
+  impl->loop = loop;
+  impl->options = Sanitize(options);
+  impl->multi = curl_multi_init();
+  if (impl->multi == nullptr) return Status::Internal("curl_multi_init failed");
+  Impl* p = impl.get();
+  curl_multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, &Impl::OnCurlSocket);
+  curl_multi_setopt(p->multi, CURLMOPT_SOCKETDATA, static_cast<void*>(p));
+  curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, &Impl::OnCurlTimer);
+  curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, static_cast<void*>(p));
+  curl_multi_setopt(p->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
+                    static_cast<long>(p->options.max_connections));
+  curl_multi_setopt(p->multi, CURLMOPT_PIPELINING, CURLPIPE_NOTHING);
+  // Handles live on the heap and are freed by their close callbacks, so the
+  // Fetcher can be destroyed right after Shutdown().
+  p->curl_timer = new uv_timer_t;
+  p->defer_timer = new uv_timer_t;
+  uv_timer_init(loop, p->curl_timer);
+  uv_timer_init(loop, p->defer_timer);
+  p->curl_timer->data = p;
+  p->defer_timer->data = p;
+  return std::unique_ptr<Fetcher>(new Fetcher(std::move(impl)));
+}
+
+void Fetcher::Submit(Request request, std::function<void(Response&&)> done) {
+  Impl* impl = impl_.get();
+  ++impl->stats.submitted;
+  Response early;
+  early.body = DocBuffer(impl->options.body_buffer);
+  early.start_us = WallMicros();
+  if (impl->shut_down) {
+    // No handles left: a one-shot timer keeps the "never inline" promise.
+    struct Late {
+      uv_timer_t timer;
+      DoneFn done;
+      Response response;
+    };
+    early.error = ErrorClass::kAborted;
+    early.error_message = "shutdown";
+    early.end_us = early.start_us;
+    auto* late = new Late{{}, std::move(done), std::move(early)};
+    uv_timer_init(impl->loop, &late->timer);
+    late->timer.data = late;
+    uv_timer_start(
+        &late->timer,
+        [](uv_timer_t* t) {
+          auto* l = static_cast<Late*>(t->data);
+          DoneFn cb = std::move(l->done);
+          Response r = std::move(l->response);
+          CloseAndDelete(l);
+          cb(std::move(r));
+        },
+        0, 0);
+    return;
+  }
+  std::string why;
+  std::string ip = request.ip;
+  if (ip.size() >= 2 && ip.front() == '[' && ip.back() == ']') {
+    ip = ip.substr(1, ip.size() - 2);
+  }
+  unsigned char addr[16];
+  if (!StartsWithIgnoreCase(request.url, "http://") &&
+      !StartsWithIgnoreCase(request.url, "https://")) {
+    why = "not an http(s) URL: " + request.url;
+  } else if (inet_pton(AF_INET, ip.c_str(), addr) != 1 &&
+             inet_pton(AF_INET6, ip.c_str(), addr) != 1) {
+    why = "not an IP address: '" + request.ip + "'";
+  } else if (request.url.find_first_of(std::string_view("\0\r\n ", 4)) !=
+             std::string::npos) {
+    why = "URL contains whitespace or control characters";
+  }
+  if (!why.empty()) {
+    early.error = ErrorClass::kOther;
+    early.error_message = "invalid request: " + why;
+    early.end_us = early.start_us;
+    impl->Defer(std::move(done), std::move(early));
+    return;
+  }
+  auto* f = new Impl::Fetch;
+  f->impl = impl;
+  f->request = std::move(request);
+  f->request.ip = ip;
+  f->response = std::move(early);
+  f->done = std::move(done);
+  f->max_body = f->request.max_body_bytes > 0 ? f->request.max_body_bytes
+                                              : impl->options.max_body_bytes;
+  f->easy = curl_easy_init();
+  Status s = f->easy != nullptr ? impl->Configure(f)
+                                : Status::Internal("curl_easy_init failed");
+  if (s.ok()) {
+    impl->queued.push_back(f);
+    impl->StartQueued();
+  } else {
+    Response r = std::move(f->response);
+    r.error = ErrorClass::kOther;
+    r.error_message = s.ToString();
+    r.end_us = WallMicros();
+    if (f->easy != nullptr) curl_easy_cleanup(f->easy);
+    curl_slist_free_all(f->headers);
+    curl_slist_free_all(f->connect_to);
+    DoneFn cb = std::move(f->done);
+    delete f;
+    impl->Defer(std::move(cb), std::move(r));
+  }
+}
+
+size_t Fetcher::in_flight() const {
+  return impl_->active.size() + impl_->queued.size() +
+         impl_->completions.size();
+}
+
+Stats Fetcher::stats() const { return impl_->stats; }
+
+void Fetcher::Shutdown() {
+  Impl* impl = impl_.get();
+  if (impl->shut_down) return;
+  impl->shut_down = true;
+  std::vector<Completion> out = std::move(impl->completions);
+  impl->completions.clear();
+  std::vector<Impl::Fetch*> all(impl->active.begin(), impl->active.end());
+  all.insert(all.end(), impl->queued.begin(), impl->queued.end());
+  impl->queued.clear();
+  for (Impl::Fetch* f : all) out.push_back(impl->Finish(f, CURLE_OK, true));
+  impl->stats.completed += out.size();
+  // Closes cached connections; the socket callback may run for them.
+  curl_multi_cleanup(impl->multi);
+  impl->multi = nullptr;
+  for (Impl::SockPoll* sp : impl->polls) {
+    uv_poll_stop(&sp->poll);
+    CloseAndDelete(sp);
+  }
+  impl->polls.clear();
+  uv_timer_stop(impl->curl_timer);
+  uv_timer_stop(impl->defer_timer);
+  CloseAndDelete(impl->curl_timer);
+  CloseAndDelete(impl->defer_timer);
+  impl->curl_timer = impl->defer_timer = nullptr;
+  Deliver(std::move(out));  // may destroy *this
+}
+
+}  // namespace crawld::fetcher

@@ -1,0 +1,198 @@
+// fetcher/fetcher.h: HTTP/1.1 fetches on a worker's libuv loop, and the
+// Content-Encoding decoder for what they bring back.
+//
+// Backed by curl's multi interface driven by the loop (the multi_socket
+// pattern of curl's docs/examples/multi-uv.c: CURLMOPT_SOCKETFUNCTION and
+// CURLMOPT_TIMERFUNCTION with a context pointer, one uv_poll per socket, one
+// uv_timer). The design, the callbacks and the per-fetch state machine are
+// written up in docs/LOOP.md. HTTP semantics: RFC 9110/9112
+// (https://www.rfc-editor.org/rfc/rfc9110, rfc9112).
+//
+// Deliberate choices, each differing from curl's defaults:
+// - Redirects are never followed; the caller sees the 3xx and its Location
+//   and sends the target through canonicalization, filters and politeness.
+// - curl does no DNS: the caller resolves with dns::Resolver and passes the
+//   address, which is pinned with CURLOPT_CONNECT_TO (TLS still verifies the
+//   URL's host name). Proxies from the environment are ignored.
+// - Bodies are kept raw as received (no Content-Encoding decoding by curl),
+//   because the WARC record must hold the bytes on the wire; DecodeBody()
+//   decodes for the parser.
+// - Only http and https; HTTP/1.1 only (keep-alive reuse); the URL path is
+//   sent as given (CURLOPT_PATH_AS_IS), since it is canonical already.
+#ifndef CRAWLD_FETCHER_FETCHER_H_
+#define CRAWLD_FETCHER_FETCHER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/doc_buffer.h"
+#include "base/status.h"
+
+typedef struct uv_loop_s uv_loop_t;
+
+namespace crawld::fetcher {
+
+struct Options {
+  // --- behaviour ---
+
+  // User-Agent header value; empty sends none.
+  std::string user_agent;
+  // Time to establish TCP (and TLS), milliseconds, clamped to [1, total].
+  int64_t connect_timeout_ms = 10000;
+  // Whole transfer, milliseconds, clamped to >= 1.
+  int64_t total_timeout_ms = 60000;
+  // A transfer slower than low_speed_bytes_per_s (bytes/second) for
+  // low_speed_time_s (seconds) is cut off with kTimeout; 0 disables.
+  int64_t low_speed_bytes_per_s = 100;
+  int64_t low_speed_time_s = 30;
+  // Body cap, bytes. A larger body is stopped; the response is kept with
+  // what fit, truncated = true and error kTooLarge. Clamped to >= 1.
+  uint64_t max_body_bytes = 10 << 20;
+  // Verify the server certificate and host name (https). ca_file: PEM
+  // bundle path; empty = the system store.
+  bool verify_tls = true;
+  std::string ca_file;
+  // Accept-Encoding header value; empty sends none. Bodies are NOT decoded.
+  std::string accept_encoding = "gzip, deflate";
+
+  // --- performance ---
+
+  // Transfers in progress, and so open connections, at most (also set as
+  // CURLMOPT_MAX_TOTAL_CONNECTIONS). Further transfers wait in a FIFO in the
+  // Fetcher; their timeouts start when they leave it. Clamped to
+  // [1, 100000].
+  size_t max_connections = 64;
+  // Memory threshold (bytes) and spill directory of each response body.
+  DocBuffer::Options body_buffer;
+
+  // --- seams ---
+
+  // Called on every state change of a fetch, for debug logs; may be empty.
+  // The views are valid during the call only.
+  std::function<void(std::string_view url, std::string_view from,
+                     std::string_view to)>
+      on_state_change;
+};
+
+// Why a fetch failed. kNone with any status code (404 included) is a
+// successful transfer.
+enum class ErrorClass {
+  kNone,
+  kConnect,   // TCP connect refused/unreachable, connection reset or lost
+  kTimeout,   // connect, total or low-speed timeout
+  kTls,       // handshake failure, certificate verification
+  kTooLarge,  // body over max_body_bytes
+  kProtocol,  // malformed or incomplete response, empty reply
+  kAborted,   // Shutdown() cancelled the transfer
+  kOther,     // bad request arguments, out of memory, local I/O errors
+};
+
+// Stable lower-case name: "none", "connect", "timeout", "tls", "too_large",
+// "protocol", "aborted", "other". The view is static.
+std::string_view ErrorClassName(ErrorClass c);
+
+// One GET.
+struct Request {
+  // Absolute http(s) URL, already canonical; sent as is.
+  std::string url;
+  // IPv4 or IPv6 literal to connect to (from our resolver); required.
+  std::string ip;
+  // Extra request headers, "Name: value". An Accept-Encoding here replaces
+  // Options::accept_encoding.
+  std::vector<std::string> extra_headers;
+  // Per-request overrides; 0 = the Options value (bytes, milliseconds).
+  uint64_t max_body_bytes = 0;
+  int64_t total_timeout_ms = 0;
+};
+
+struct Response {
+  ErrorClass error = ErrorClass::kNone;
+  std::string error_message;  // curl's text; empty on success
+  int status_code = 0;        // 0 if no response head arrived
+  // Raw request head as sent on the wire (from the debug callback).
+  std::string request_head;
+  // Raw status line + header lines + CRLF CRLF of the final response
+  // (interim 1xx heads and trailers are dropped).
+  std::string response_head;
+  // Parsed response_head fields in order, names as sent.
+  std::vector<std::pair<std::string, std::string>> headers;
+  // First value of header `name` (case-insensitive); "" if absent.
+  std::string Header(std::string_view name) const;
+  DocBuffer body;          // raw body bytes as received (still encoded)
+  bool truncated = false;  // body incomplete: cap hit, timeout, cut-off
+  // WARC-Truncated reason when truncated: "length" (cap), "time" (timeout),
+  // "disconnect" (connection lost or aborted), "unspecified".
+  std::string truncated_reason;
+  std::string ip;                    // the address actually connected
+  int64_t start_us = 0, end_us = 0;  // wall clock, epoch microseconds
+};
+
+// Counters for tests and metrics; monotonic over the Fetcher's life.
+struct Stats {
+  uint64_t submitted = 0;
+  uint64_t completed = 0;    // done callbacks run (any outcome)
+  uint64_t connections = 0;  // new connections opened (not reused)
+};
+
+// One Fetcher per worker loop. Not thread-safe: every call and every
+// callback happens on the loop passed to Create(). Not copyable.
+class Fetcher {
+ public:
+  // Attaches a curl multi handle to `loop` (not owned; must outlive the
+  // Fetcher and stay open until the loop has run the close callbacks after
+  // Shutdown). Options are sanitized here. Fails with Internal if curl
+  // cannot create a multi handle.
+  // REQUIRES: curl_global_init() was called by main().
+  [[nodiscard]] static Result<std::unique_ptr<Fetcher>> Create(
+      uv_loop_t* loop, const Options& options);
+
+  // Calls Shutdown() if it was not called.
+  ~Fetcher();
+  Fetcher(const Fetcher&) = delete;
+  Fetcher& operator=(const Fetcher&) = delete;
+
+  // Starts fetching `request` (taken over). `done` runs exactly once, later
+  // on the loop, never inside Submit(); it receives the Response by rvalue
+  // and may keep it. An invalid request (not http(s), ip not a literal)
+  // completes with kOther. After Shutdown(), `done` receives kAborted.
+  // It is allowed to Submit, Shutdown or destroy the Fetcher from `done`.
+  void Submit(Request request, std::function<void(Response&&)> done);
+
+  // Transfers submitted whose `done` has not run yet.
+  [[nodiscard]] size_t in_flight() const;
+  [[nodiscard]] Stats stats() const;
+
+  // Aborts every transfer (each `done` runs with kAborted, what arrived so
+  // far kept, before Shutdown returns), cleans up curl and closes the uv
+  // handles. Idempotent. The loop must run once more (uv_run) to finish
+  // closing the handles before uv_loop_close().
+  void Shutdown();
+
+ private:
+  struct Impl;
+  explicit Fetcher(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Decodes the Content-Encoding of `response` (gzip, x-gzip, deflate as zlib
+// or raw DEFLATE, identity; a list is undone right to left, at most 4
+// codings) into at most `max_bytes` of output. Decompression-bomb safe: it
+// stops at the cap and then sets *capped (if given) to true; the prefix is
+// returned as success. A body cut short (response.truncated) yields what
+// could be decoded.
+// Errors: InvalidArgument for an unsupported coding (e.g. "br"),
+// Corruption for a damaged or (untruncated but) incomplete stream, IOError
+// when the body's spill file cannot be read.
+[[nodiscard]] Result<std::string> DecodeBody(const Response& response,
+                                             size_t max_bytes,
+                                             bool* capped = nullptr);
+
+}  // namespace crawld::fetcher
+
+#endif  // CRAWLD_FETCHER_FETCHER_H_

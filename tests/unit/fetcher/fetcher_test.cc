@@ -1,0 +1,706 @@
+// Tests of fetcher::Fetcher with real sockets against the loopback
+// TestServer (test_server.h).
+#include "fetcher/fetcher.h"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <uv.h>
+#include <zlib.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "tests/unit/fetcher/test_server.h"
+
+extern char** environ;
+
+namespace crawld::fetcher {
+namespace {
+
+using testing::Exchange;
+using testing::TestServer;
+
+class CurlEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { ASSERT_EQ(curl_global_init(CURL_GLOBAL_ALL), 0); }
+  void TearDown() override { curl_global_cleanup(); }
+};
+[[maybe_unused]] ::testing::Environment* const kCurlEnv =
+    ::testing::AddGlobalTestEnvironment(new CurlEnvironment);
+
+std::string Pattern(size_t n) {
+  std::string s(n, '\0');
+  uint32_t x = 12345;
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 1103515245 + 12345;
+    s[i] = static_cast<char>('a' + (x >> 16) % 26);
+  }
+  return s;
+}
+
+std::string Gzip(const std::string& in, int window_bits = 15 + 16) {
+  z_stream zs{};
+  deflateInit2(&zs, 6, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&zs, in.size()) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+std::string Ok(const std::string& body, const std::string& extra = "") {
+  return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n" + extra + "\r\n" + body;
+}
+
+std::string BodyOf(const Response& r) {
+  auto s = r.body.ReadPrefix(SIZE_MAX);
+  return s.ok() ? *s : "<read error>";
+}
+
+class FetcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.ok());
+    ASSERT_EQ(uv_loop_init(&loop_), 0);
+    uv_timer_init(&loop_, &tick_);
+    uv_timer_start(
+        &tick_, [](uv_timer_t*) {}, 10, 10);
+    options_.user_agent = "crawld-test/1.0 (+http://example.invalid/bot)";
+    options_.body_buffer.memory_limit = 64 * 1024;
+    server_.Handle("/small", [](Exchange& ex) { ex.Send(Ok("hello world")); });
+  }
+  void TearDown() override {
+    fetcher_.reset();
+    uv_close(reinterpret_cast<uv_handle_t*>(&tick_), nullptr);
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    EXPECT_EQ(uv_loop_close(&loop_), 0);  // no handle left behind
+    server_.Stop();
+  }
+
+  // Bounded in wall time so that a hang fails the test; not a timing
+  // assertion.
+  bool RunUntil(const std::function<bool()>& pred, int seconds = 60) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      uv_run(&loop_, UV_RUN_ONCE);
+    }
+    return true;
+  }
+
+  Fetcher& Make() {
+    auto f = Fetcher::Create(&loop_, options_);
+    EXPECT_TRUE(f.ok()) << f.status().ToString();
+    fetcher_ = std::move(f).value();
+    return *fetcher_;
+  }
+
+  std::string Url(const std::string& path, const std::string& host = "") {
+    return "http://" + (host.empty() ? "127.0.0.1" : host) + ":" +
+           std::to_string(server_.port()) + path;
+  }
+
+  Response Fetch(Request rq) {
+    if (!fetcher_) Make();
+    if (rq.ip.empty()) rq.ip = "127.0.0.1";
+    std::optional<Response> out;
+    int calls = 0;
+    fetcher_->Submit(std::move(rq), [&](Response&& r) {
+      ++calls;
+      out = std::move(r);
+    });
+    EXPECT_TRUE(RunUntil([&] { return out.has_value(); }));
+    EXPECT_EQ(calls, 1);
+    return out ? std::move(*out) : Response();
+  }
+  Response Get(const std::string& path) { return Fetch({Url(path), "", {}}); }
+
+  TestServer server_;
+  uv_loop_t loop_;
+  uv_timer_t tick_;
+  Options options_;
+  std::unique_ptr<Fetcher> fetcher_;
+};
+
+// RFC 9110 15.3.1: a plain 200 with its head and body.
+TEST_F(FetcherTest, Rfc9110_Sec15_3_1_SmallBody) {
+  Response r = Get("/small");
+  EXPECT_EQ(r.error, ErrorClass::kNone) << r.error_message;
+  EXPECT_EQ(r.status_code, 200);
+  EXPECT_EQ(BodyOf(r), "hello world");
+  EXPECT_FALSE(r.truncated);
+  EXPECT_EQ(r.Header("content-length"), "11");
+  EXPECT_EQ(r.response_head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  EXPECT_EQ(r.response_head.substr(r.response_head.size() - 4), "\r\n\r\n");
+  EXPECT_EQ(r.ip, "127.0.0.1");
+  EXPECT_GT(r.start_us, 0);
+  EXPECT_GE(r.end_us, r.start_us);
+}
+
+TEST_F(FetcherTest, Crawld_RequestHeadIsCapturedWithUserAgent) {
+  Response r = Get("/small");
+  ASSERT_EQ(r.error, ErrorClass::kNone) << r.error_message;
+  EXPECT_EQ(r.request_head.rfind("GET /small HTTP/1.1\r\n", 0), 0u)
+      << r.request_head;
+  EXPECT_NE(
+      r.request_head.find("\r\nUser-Agent: " + options_.user_agent + "\r\n"),
+      std::string::npos)
+      << r.request_head;
+  EXPECT_NE(r.request_head.find("\r\nAccept-Encoding: gzip, deflate\r\n"),
+            std::string::npos);
+  EXPECT_EQ(r.request_head.substr(r.request_head.size() - 4), "\r\n\r\n");
+}
+
+TEST_F(FetcherTest, Crawld_ExtraHeadersAreSent) {
+  std::string seen;
+  server_.Handle("/h", [&](Exchange& ex) {
+    seen = ex.Header("If-Modified-Since") + "|" + ex.Header("Accept-Encoding");
+    ex.Send(Ok("x"));
+  });
+  Response r = Fetch({Url("/h"),
+                      "",
+                      {"If-Modified-Since: Sat, 01 Jan 2000 "
+                       "00:00:00 GMT",
+                       "Accept-Encoding: identity"}});
+  ASSERT_EQ(r.error, ErrorClass::kNone) << r.error_message;
+  EXPECT_EQ(seen, "Sat, 01 Jan 2000 00:00:00 GMT|identity");
+}
+
+TEST_F(FetcherTest, Crawld_LargeBodySpillsAndIsByteExact) {
+  const std::string big = Pattern(3 * 1024 * 1024 + 17);
+  server_.Handle("/large", [&](Exchange& ex) { ex.Send(Ok(big)); });
+  Response r = Get("/large");
+  ASSERT_EQ(r.error, ErrorClass::kNone) << r.error_message;
+  EXPECT_TRUE(r.body.spilled());
+  EXPECT_EQ(r.body.size(), big.size());
+  EXPECT_TRUE(BodyOf(r) == big);
+  EXPECT_FALSE(r.truncated);
+}
+
+TEST_F(FetcherTest, Crawld_BodyOverCapIsTruncatedKeepingWhatFits) {
+  const std::string big = Pattern(2 * 1024 * 1024);
+  server_.Handle("/huge", [&](Exchange& ex) {
+    ex.Send(Ok(big));
+    ex.close_after = true;
+  });
+  options_.max_body_bytes = 100000;
+  Response r = Get("/huge");
+  EXPECT_EQ(r.error, ErrorClass::kTooLarge) << r.error_message;
+  EXPECT_EQ(r.status_code, 200);
+  EXPECT_TRUE(r.truncated);
+  EXPECT_EQ(r.truncated_reason, "length");
+  ASSERT_EQ(r.body.size(), 100000u);
+  EXPECT_TRUE(BodyOf(r) == big.substr(0, 100000));
+}
+
+TEST_F(FetcherTest, Crawld_BodyExactlyAtCapIsComplete) {
+  server_.Handle("/exact", [](Exchange& ex) { ex.Send(Ok(Pattern(1000))); });
+  options_.max_body_bytes = 1000;
+  Response r = Get("/exact");
+  EXPECT_EQ(r.error, ErrorClass::kNone) << r.error_message;
+  EXPECT_FALSE(r.truncated);
+  EXPECT_EQ(r.body.size(), 1000u);
+}
+
+TEST_F(FetcherTest, Crawld_PerRequestBodyCapOverridesOptions) {
+  server_.Handle("/k", [](Exchange& ex) {
+    ex.Send(Ok(Pattern(5000)));
+    ex.close_after = true;
+  });
+  Request rq{Url("/k"), "", {}};
+  rq.max_body_bytes = 10;
+  Response r = Fetch(rq);
+  EXPECT_EQ(r.error, ErrorClass::kTooLarge);
+  EXPECT_EQ(BodyOf(r), Pattern(5000).substr(0, 10));
+}
+
+TEST_F(FetcherTest, Crawld_SlowFirstByteBeyondTotalTimeoutIsTimeout) {
+  server_.Handle("/slow", [](Exchange& ex) {
+    if (ex.Sleep(20000)) ex.Send(Ok("late"));
+    ex.close_after = true;
+  });
+  options_.total_timeout_ms = 300;
+  Response r = Get("/slow");
+  EXPECT_EQ(r.error, ErrorClass::kTimeout) << r.error_message;
+  EXPECT_EQ(r.status_code, 0);
+  EXPECT_FALSE(r.truncated);  // nothing arrived, nothing was cut
+  EXPECT_FALSE(r.request_head.empty());
+}
+
+TEST_F(FetcherTest, Crawld_TrickleBelowLowSpeedIsTimeout) {
+  server_.Handle("/trickle", [](Exchange& ex) {
+    if (!ex.Send("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\nab")) return;
+    for (int i = 0; i < 200 && ex.Sleep(100); ++i) {
+      if (!ex.Send("x")) break;
+    }
+    ex.close_after = true;
+  });
+  options_.low_speed_bytes_per_s = 1000;
+  options_.low_speed_time_s = 1;
+  Response r = Get("/trickle");
+  EXPECT_EQ(r.error, ErrorClass::kTimeout) << r.error_message;
+  EXPECT_EQ(r.status_code, 200);
+  EXPECT_TRUE(r.truncated);
+  EXPECT_EQ(r.truncated_reason, "time");
+  EXPECT_EQ(BodyOf(r).substr(0, 2), "ab");
+}
+
+// RFC 9110 15.4.2: the 301 is returned, its Location not followed.
+TEST_F(FetcherTest, Rfc9110_Sec15_4_2_RedirectIsNotFollowed) {
+  server_.Handle("/moved", [](Exchange& ex) {
+    ex.Send(
+        "HTTP/1.1 301 Moved Permanently\r\nLocation: /small\r\n"
+        "Content-Length: 5\r\n\r\nmoved");
+  });
+  Response r = Get("/moved");
+  EXPECT_EQ(r.error, ErrorClass::kNone) << r.error_message;
+  EXPECT_EQ(r.status_code, 301);
+  EXPECT_EQ(r.Header("Location"), "/small");
+  EXPECT_EQ(BodyOf(r), "moved");
+  EXPECT_EQ(server_.Hits("/small"), 0);
+}
+
+// RFC 9110 8.4: the body is kept as sent (for WARC); DecodeBody undoes it.
+TEST_F(FetcherTest, Rfc9110_Sec8_4_GzipBodyKeptRawAndDecodable) {
+  const std::string text = Pattern(50000);
+  const std::string gz = Gzip(text);
+  server_.Handle("/gz", [&](Exchange& ex) {
+    ex.Send(Ok(gz, "Content-Encoding: gzip\r\n"));
+  });
+  Response r = Get("/gz");
+  ASSERT_EQ(r.error, ErrorClass::kNone) << r.error_message;
+  EXPECT_TRUE(BodyOf(r) == gz);
+  bool capped = true;
+  auto decoded = DecodeBody(r, 1 << 20, &capped);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_TRUE(*decoded == text);
+  EXPECT_FALSE(capped);
+}
+
+TEST_F(FetcherTest, Crawld_GzipBombIsCappedWhenDecoding) {
+  // 100 MiB of zeros, gzip-compressed (about 100 KB on the wire).
+  z_stream zs{};
+  deflateInit2(&zs, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string zeros(1 << 20, '\0'), bomb;
+  char out[65536];
+  for (int i = 0; i < 100; ++i) {
+    zs.next_in = reinterpret_cast<Bytef*>(zeros.data());
+    zs.avail_in = static_cast<uInt>(zeros.size());
+    do {
+      zs.next_out = reinterpret_cast<Bytef*>(out);
+      zs.avail_out = sizeof(out);
+      deflate(&zs, i == 99 ? Z_FINISH : Z_NO_FLUSH);
+      bomb.append(out, sizeof(out) - zs.avail_out);
+    } while (zs.avail_out == 0);
+  }
+  deflateEnd(&zs);
+  ASSERT_LT(bomb.size(), 1u << 20);
+  server_.Handle("/bomb", [&](Exchange& ex) {
+    ex.Send(Ok(bomb, "Content-Encoding: gzip\r\n"));
+  });
+  Response r = Get("/bomb");
+  ASSERT_EQ(r.error, ErrorClass::kNone) << r.error_message;
+  EXPECT_EQ(r.body.size(), bomb.size());
+  bool capped = false;
+  auto decoded = DecodeBody(r, 1 << 20, &capped);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_TRUE(capped);
+  ASSERT_EQ(decoded->size(), size_t{1} << 20);
+  EXPECT_EQ(decoded->find_first_not_of('\0'), std::string::npos);
+}
+
+TEST_F(FetcherTest, Crawld_ConnectionRefusedIsConnect) {
+  int port;
+  {
+    TestServer gone;  // bound, then closed: nothing listens there
+    port = gone.port();
+  }
+  Response r =
+      Fetch({"http://127.0.0.1:" + std::to_string(port) + "/", "", {}});
+  EXPECT_EQ(r.error, ErrorClass::kConnect) << r.error_message;
+  EXPECT_EQ(r.status_code, 0);
+  EXPECT_FALSE(r.error_message.empty());
+}
+
+TEST_F(FetcherTest, Crawld_HttpsToPlainHttpPortIsTls) {
+  Response r =
+      Fetch({"https://127.0.0.1:" + std::to_string(server_.port()) + "/small",
+             "",
+             {}});
+  EXPECT_EQ(r.error, ErrorClass::kTls) << r.error_message;
+  EXPECT_EQ(ErrorClassName(r.error), "tls");
+}
+
+// A real TLS server: `openssl s_server -www` with a fresh self-signed
+// certificate for tls.test, on a free loopback port; killed by PID.
+class TlsServer {
+ public:
+  TlsServer() {
+    char tmpl[] = "/tmp/crawld-tls-test-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    std::string gen =
+        "openssl req -x509 -newkey ec -pkeyopt "
+        "ec_paramgen_curve:prime256v1 -nodes -keyout " +
+        dir_ + "/key.pem -out " + dir_ +
+        "/cert.pem -subj /CN=tls.test -addext "
+        "subjectAltName=DNS:tls.test -days 2 >/dev/null 2>&1";
+    if (std::system(gen.c_str()) != 0) return;
+    for (int attempt = 0; attempt < 5 && pid_ <= 0; ++attempt) {
+      int port;
+      {
+        TestServer probe;  // a free port, released at once
+        port = probe.port();
+      }
+      std::vector<std::string> args = {"/usr/bin/openssl",
+                                       "s_server",
+                                       "-accept",
+                                       "127.0.0.1:" + std::to_string(port),
+                                       "-cert",
+                                       dir_ + "/cert.pem",
+                                       "-key",
+                                       dir_ + "/key.pem",
+                                       "-www",
+                                       "-quiet"};
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      posix_spawn_file_actions_t fa;
+      posix_spawn_file_actions_init(&fa);
+      posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+      posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+      posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+      pid_t pid;
+      int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+      posix_spawn_file_actions_destroy(&fa);
+      if (rc != 0) return;
+      // Ready once it accepts TCP connections (bounded: 10 s). Its stdout
+      // is a buffered file, so "ACCEPT" cannot be waited for.
+      bool ready = false;
+      for (int i = 0; i < 1000 && !ready; ++i) {
+        if (waitpid(pid, nullptr, WNOHANG) == pid) break;  // bind failed
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(static_cast<uint16_t>(port));
+        ready = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+        close(fd);
+        if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      if (ready) {
+        pid_ = pid;
+        port_ = port;
+      } else {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
+    }
+  }
+  ~TlsServer() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+    }
+    std::system(("rm -rf " + dir_).c_str());
+  }
+  bool ok() const { return pid_ > 0; }
+  int port() const { return port_; }
+  std::string cert() const { return dir_ + "/cert.pem"; }
+
+ private:
+  std::string dir_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+// RFC 9110 4.3.4 / RFC 6125: the certificate must be trusted and match the
+// URL's host, which stays the reference name although we pin the address.
+TEST_F(FetcherTest, Rfc9110_Sec4_3_4_TlsVerifiesPinnedHostName) {
+  TlsServer tls;
+  ASSERT_TRUE(tls.ok());
+  const std::string port = std::to_string(tls.port());
+  options_.ca_file = tls.cert();
+  Make();
+  Response good = Fetch({"https://tls.test:" + port + "/", "127.0.0.1", {}});
+  EXPECT_EQ(good.error, ErrorClass::kNone) << good.error_message;
+  EXPECT_EQ(good.status_code, 200);
+  EXPECT_NE(BodyOf(good).find("<HTML>"), std::string::npos);
+
+  Response wrong_name =
+      Fetch({"https://other.test:" + port + "/", "127.0.0.1", {}});
+  EXPECT_EQ(wrong_name.error, ErrorClass::kTls) << wrong_name.error_message;
+  EXPECT_EQ(wrong_name.status_code, 0);
+}
+
+TEST_F(FetcherTest, Crawld_UntrustedCertificateIsTls) {
+  TlsServer tls;
+  ASSERT_TRUE(tls.ok());
+  Make();  // system trust store: our self-signed CA is not in it
+  Response r = Fetch({"https://tls.test:" + std::to_string(tls.port()) + "/",
+                      "127.0.0.1",
+                      {}});
+  EXPECT_EQ(r.error, ErrorClass::kTls) << r.error_message;
+
+  options_.verify_tls = false;  // an explicit opt-out accepts it
+  Make();
+  Response insecure =
+      Fetch({"https://tls.test:" + std::to_string(tls.port()) + "/",
+             "127.0.0.1",
+             {}});
+  EXPECT_EQ(insecure.error, ErrorClass::kNone) << insecure.error_message;
+}
+
+TEST_F(FetcherTest, Crawld_AddressIsPinnedWithoutDns) {
+  std::string host_seen;
+  server_.Handle("/who", [&](Exchange& ex) {
+    host_seen = ex.Header("Host");
+    ex.Send(Ok("pinned"));
+  });
+  Response r = Fetch({Url("/who", "pinned.invalid"), "127.0.0.1", {}});
+  ASSERT_EQ(r.error, ErrorClass::kNone) << r.error_message;
+  EXPECT_EQ(BodyOf(r), "pinned");
+  EXPECT_EQ(host_seen, "pinned.invalid:" + std::to_string(server_.port()));
+  EXPECT_EQ(r.ip, "127.0.0.1");
+}
+
+TEST(FetcherIpv6, Crawld_Ipv6AddressIsPinned) {
+  TestServer server(/*ipv6=*/true);
+  if (!server.ok()) GTEST_SKIP() << "no IPv6 loopback here";
+  std::string host_seen;
+  server.Handle("/who", [&](Exchange& ex) {
+    host_seen = ex.Header("Host");
+    ex.Send(Ok("six"));
+  });
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  auto f = Fetcher::Create(&loop, Options());
+  ASSERT_TRUE(f.ok());
+  std::optional<Response> out;
+  (*f)->Submit({"http://v6.invalid:" + std::to_string(server.port()) + "/who",
+                "[::1]",
+                {}},
+               [&](Response&& r) { out = std::move(r); });
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!out && std::chrono::steady_clock::now() < end) {
+    uv_run(&loop, UV_RUN_ONCE);
+  }
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(out->error, ErrorClass::kNone) << out->error_message;
+  EXPECT_EQ(BodyOf(*out), "six");
+  EXPECT_EQ(out->ip, "::1");
+  EXPECT_EQ(host_seen, "v6.invalid:" + std::to_string(server.port()));
+  f->reset();
+  uv_run(&loop, UV_RUN_DEFAULT);
+  EXPECT_EQ(uv_loop_close(&loop), 0);
+}
+
+TEST_F(FetcherTest, Crawld_ManyConcurrentTransfersCompleteExactlyOnce) {
+  server_.Handle("/n", [](Exchange& ex) { ex.Send(Ok("n")); });
+  options_.max_connections = 16;
+  Make();
+  constexpr int kN = 200;
+  std::vector<int> calls(kN, 0);
+  int done = 0, good = 0;
+  for (int i = 0; i < kN; ++i) {
+    fetcher_->Submit({Url("/n"), "127.0.0.1", {}}, [&, i](Response&& r) {
+      ++calls[i];
+      ++done;
+      good += r.error == ErrorClass::kNone && r.status_code == 200 &&
+              BodyOf(r) == "n";
+    });
+  }
+  EXPECT_EQ(fetcher_->in_flight(), size_t{kN});
+  ASSERT_TRUE(RunUntil([&] { return done >= kN; }));
+  // Let any duplicate callback show up.
+  for (int i = 0; i < 5; ++i) uv_run(&loop_, UV_RUN_NOWAIT);
+  for (int i = 0; i < kN; ++i) EXPECT_EQ(calls[i], 1) << i;
+  EXPECT_EQ(good, kN);
+  EXPECT_EQ(fetcher_->in_flight(), 0u);
+  EXPECT_EQ(server_.requests(), kN);
+  EXPECT_LE(server_.max_concurrent_connections(), 16);
+  EXPECT_EQ(fetcher_->stats().completed, uint64_t{kN});
+}
+
+// Waiting for a connection slot does not eat into a transfer's timeout.
+TEST_F(FetcherTest, Crawld_QueuedTransfersTimeoutStartsWhenTheyStart) {
+  server_.Handle("/w", [](Exchange& ex) {
+    ex.Sleep(400);
+    ex.Send(Ok("w"));
+  });
+  options_.max_connections = 1;
+  options_.total_timeout_ms = 5000;
+  Make();
+  constexpr int kN = 16;  // 16 x 400 ms in a row: longer than 5000 ms
+  int done = 0, good = 0;
+  for (int i = 0; i < kN; ++i) {
+    fetcher_->Submit({Url("/w"), "127.0.0.1", {}}, [&](Response&& r) {
+      ++done;
+      good += r.error == ErrorClass::kNone;
+    });
+  }
+  EXPECT_EQ(fetcher_->in_flight(), size_t{kN});
+  ASSERT_TRUE(RunUntil([&] { return done == kN; }, 120));
+  EXPECT_EQ(good, kN);
+  EXPECT_EQ(server_.max_concurrent_connections(), 1);
+}
+
+TEST_F(FetcherTest, Rfc9112_Sec9_3_KeepAliveConnectionIsReused) {
+  Make();
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(Get("/small").error, ErrorClass::kNone);
+  EXPECT_EQ(server_.connections(), 1);
+  EXPECT_EQ(fetcher_->stats().connections, 1u);
+}
+
+// RFC 9110 15.2: interim 1xx heads are not the response.
+TEST_F(FetcherTest, Rfc9110_Sec15_2_InterimHeadIsDropped) {
+  server_.Handle("/early", [](Exchange& ex) {
+    ex.Send("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n" +
+            Ok("final", "X-Final: yes\r\n"));
+  });
+  Response r = Get("/early");
+  ASSERT_EQ(r.error, ErrorClass::kNone) << r.error_message;
+  EXPECT_EQ(r.status_code, 200);
+  EXPECT_EQ(r.response_head.rfind("HTTP/1.1 200 OK", 0), 0u) << r.response_head;
+  EXPECT_EQ(r.Header("Link"), "");
+  EXPECT_EQ(r.Header("x-final"), "yes");
+  EXPECT_EQ(BodyOf(r), "final");
+}
+
+// RFC 9112 7.1: chunked body is de-chunked; trailers stay out of the head.
+TEST_F(FetcherTest, Rfc9112_Sec7_1_ChunkedBodyAndTrailers) {
+  server_.Handle("/chunked", [](Exchange& ex) {
+    ex.Send(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+        "Trailer: X-Sum\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n"
+        "X-Sum: 42\r\n\r\n");
+  });
+  Response r = Get("/chunked");
+  ASSERT_EQ(r.error, ErrorClass::kNone) << r.error_message;
+  EXPECT_EQ(BodyOf(r), "hello world");
+  EXPECT_EQ(r.response_head.find("X-Sum: 42"), std::string::npos);
+  EXPECT_EQ(r.Header("Transfer-Encoding"), "chunked");
+}
+
+TEST_F(FetcherTest, Crawld_GarbageReplyIsProtocol) {
+  server_.Handle("/garbage", [](Exchange& ex) {
+    ex.Send("NOT HTTP AT ALL\r\n\r\n");
+    ex.close_after = true;
+  });
+  EXPECT_EQ(Get("/garbage").error, ErrorClass::kProtocol);
+}
+
+TEST_F(FetcherTest, Crawld_EmptyReplyIsProtocol) {
+  server_.Handle("/empty", [](Exchange& ex) { ex.close_after = true; });
+  Response r = Get("/empty");
+  EXPECT_EQ(r.error, ErrorClass::kProtocol) << r.error_message;
+}
+
+TEST_F(FetcherTest, Crawld_ShortBodyIsProtocolAndTruncated) {
+  server_.Handle("/short", [](Exchange& ex) {
+    ex.Send("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789");
+    ex.close_after = true;
+  });
+  Response r = Get("/short");
+  EXPECT_EQ(r.error, ErrorClass::kProtocol) << r.error_message;
+  EXPECT_TRUE(r.truncated);
+  EXPECT_EQ(r.truncated_reason, "disconnect");
+  EXPECT_EQ(BodyOf(r), "0123456789");
+}
+
+TEST_F(FetcherTest, Crawld_InvalidRequestsFailWithOtherLater) {
+  Make();
+  for (Request rq :
+       {Request{"ftp://127.0.0.1/x", "127.0.0.1", {}},
+        Request{Url("/small"), "not-an-ip", {}}, Request{Url("/small"), "", {}},
+        Request{"file:///etc/passwd", "127.0.0.1", {}}}) {
+    bool returned = false, inline_call = false;
+    std::optional<Response> out;
+    fetcher_->Submit(rq, [&](Response&& r) {
+      inline_call = !returned;
+      out = std::move(r);
+    });
+    returned = true;
+    ASSERT_TRUE(RunUntil([&] { return out.has_value(); }));
+    EXPECT_FALSE(inline_call);
+    EXPECT_EQ(out->error, ErrorClass::kOther) << rq.url;
+  }
+  EXPECT_EQ(server_.requests(), 0);
+}
+
+TEST_F(FetcherTest, Crawld_ShutdownAbortsTransfers) {
+  server_.Handle("/hang", [](Exchange& ex) {
+    ex.Sleep(20000);
+    ex.close_after = true;
+  });
+  Make();
+  std::vector<Response> got;
+  for (int i = 0; i < 3; ++i) {
+    fetcher_->Submit({Url("/hang"), "127.0.0.1", {}},
+                     [&](Response&& r) { got.push_back(std::move(r)); });
+  }
+  ASSERT_TRUE(RunUntil([&] { return server_.Hits("/hang") == 3; }));
+  fetcher_->Shutdown();
+  ASSERT_EQ(got.size(), 3u);  // before Shutdown returned
+  for (const Response& r : got) EXPECT_EQ(r.error, ErrorClass::kAborted);
+  EXPECT_EQ(fetcher_->in_flight(), 0u);
+  bool late = false;
+  fetcher_->Submit({Url("/small"), "127.0.0.1", {}}, [&](Response&& r) {
+    late = true;
+    EXPECT_EQ(r.error, ErrorClass::kAborted);
+  });
+  EXPECT_FALSE(late);
+  ASSERT_TRUE(RunUntil([&] { return late; }));
+}
+
+TEST_F(FetcherTest, Crawld_FetcherMayBeDestroyedInsideCallback) {
+  Make();
+  int calls = 0;
+  for (int i = 0; i < 4; ++i) {
+    fetcher_->Submit({Url("/small"), "127.0.0.1", {}}, [&](Response&&) {
+      ++calls;
+      fetcher_.reset();
+    });
+  }
+  ASSERT_TRUE(RunUntil([&] { return calls == 4; }));
+}
+
+TEST_F(FetcherTest, Crawld_StateChangesMoveForward) {
+  std::vector<std::string> seen;
+  options_.on_state_change = [&](std::string_view, std::string_view from,
+                                 std::string_view to) {
+    seen.push_back(std::string(from) + ">" + std::string(to));
+  };
+  Response r = Get("/small");
+  ASSERT_EQ(r.error, ErrorClass::kNone);
+  EXPECT_EQ(seen, (std::vector<std::string>{
+                      "queued>started", "started>request_sent",
+                      "request_sent>headers", "headers>body", "body>done"}));
+}
+
+TEST(FetcherNames, Crawld_ErrorClassNames) {
+  EXPECT_EQ(ErrorClassName(ErrorClass::kNone), "none");
+  EXPECT_EQ(ErrorClassName(ErrorClass::kConnect), "connect");
+  EXPECT_EQ(ErrorClassName(ErrorClass::kTimeout), "timeout");
+  EXPECT_EQ(ErrorClassName(ErrorClass::kTls), "tls");
+  EXPECT_EQ(ErrorClassName(ErrorClass::kTooLarge), "too_large");
+  EXPECT_EQ(ErrorClassName(ErrorClass::kProtocol), "protocol");
+  EXPECT_EQ(ErrorClassName(ErrorClass::kAborted), "aborted");
+  EXPECT_EQ(ErrorClassName(ErrorClass::kOther), "other");
+}
+
+}  // namespace
+}  // namespace crawld::fetcher
