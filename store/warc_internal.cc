@@ -1,0 +1,235 @@
+#include "store/warc_internal.h"
+
+#include <openssl/evp.h>
+#include <time.h>
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+
+#include "store/store.h"
+
+namespace crawld::store {
+
+namespace internal {
+
+Sha1::Sha1() : ctx_(EVP_MD_CTX_new()) {
+  // Allocation failure of a ~200-byte context means the process is out of
+  // memory; there is no sensible recovery for a digest helper.
+  if (ctx_ == nullptr) std::abort();
+  EVP_DigestInit_ex(ctx_, EVP_sha1(), nullptr);
+}
+
+Sha1::~Sha1() { EVP_MD_CTX_free(ctx_); }
+
+void Sha1::Update(std::string_view data) {
+  if (!data.empty()) EVP_DigestUpdate(ctx_, data.data(), data.size());
+}
+
+std::string Sha1::Finish() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx_, md, &len);
+  EVP_DigestInit_ex(ctx_, EVP_sha1(), nullptr);
+  return "sha1:" +
+         Base32(std::string_view(reinterpret_cast<const char*>(md), len));
+}
+
+std::string Base32(std::string_view bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  std::string out;
+  out.reserve((bytes.size() + 4) / 5 * 8);
+  uint64_t buffer = 0;
+  int bits = 0;
+  for (unsigned char c : bytes) {
+    buffer = (buffer << 8) | c;
+    bits += 8;
+    while (bits >= 5) {
+      out.push_back(kAlphabet[(buffer >> (bits - 5)) & 31]);
+      bits -= 5;
+    }
+  }
+  if (bits > 0) out.push_back(kAlphabet[(buffer << (5 - bits)) & 31]);
+  while (out.size() % 8 != 0) out.push_back('=');
+  return out;
+}
+
+namespace {
+
+std::optional<std::string> HexToBase32(std::string_view hex) {
+  if (hex.size() != 40) return std::nullopt;
+  std::string bytes;
+  for (size_t i = 0; i < 40; i += 2) {
+    auto nibble = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      return -1;
+    };
+    int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    bytes.push_back(static_cast<char>(hi * 16 + lo));
+  }
+  return Base32(bytes);
+}
+
+}  // namespace
+
+std::optional<bool> DigestMatches(std::string_view declared,
+                                  std::string_view computed) {
+  while (!declared.empty() &&
+         (declared.back() == ' ' || declared.back() == '\t'))
+    declared.remove_suffix(1);
+  size_t colon = declared.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  if (!EqualsIgnoreCase(declared.substr(0, colon), "sha1")) return std::nullopt;
+  std::string_view value = declared.substr(colon + 1);
+  std::string_view ours = computed.substr(5);  // after "sha1:"
+  if (value.size() == 32) {
+    // Base32 is case-insensitive in practice (some tools write lower case).
+    return EqualsIgnoreCase(value, ours);
+  }
+  if (auto b32 = HexToBase32(value)) return *b32 == ours;
+  return std::nullopt;
+}
+
+std::string FormatWarcDate(int64_t time_us) {
+  int64_t secs = time_us / 1000000;
+  int64_t frac = time_us % 1000000;
+  if (frac < 0) {  // floor for times before 1970
+    frac += 1000000;
+    secs -= 1;
+  }
+  time_t t = static_cast<time_t>(secs);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
+                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                tm.tm_min, tm.tm_sec, static_cast<int>(frac));
+  return buf;
+}
+
+bool IsWarcDate(std::string_view v) {
+  // YYYY-MM-DDThh:mm:ss
+  static constexpr std::string_view kShape = "dddd-dd-ddTdd:dd:dd";
+  if (v.size() < kShape.size() + 1) return false;
+  for (size_t i = 0; i < kShape.size(); ++i) {
+    if (kShape[i] == 'd' ? !std::isdigit(static_cast<unsigned char>(v[i]))
+                         : v[i] != kShape[i])
+      return false;
+  }
+  std::string_view rest = v.substr(kShape.size());
+  if (rest.front() == '.') {
+    size_t n = 1;
+    while (n < rest.size() && std::isdigit(static_cast<unsigned char>(rest[n])))
+      ++n;
+    if (n == 1 || n > 10) return false;
+    rest.remove_prefix(n);
+  }
+  return rest == "Z";
+}
+
+namespace {
+
+bool IsHttpVersion(std::string_view v) {
+  return v.size() >= 6 && v.substr(0, 5) == "HTTP/" &&
+         std::isdigit(static_cast<unsigned char>(v[5]));
+}
+
+bool IsToken(std::string_view v) {
+  if (v.empty()) return false;
+  for (char c : v) {
+    if (c <= 32 || c >= 127) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<size_t> HttpHeadLength(std::string_view block, bool response) {
+  size_t eol = block.find('\n');
+  if (eol == std::string_view::npos) return std::nullopt;
+  std::string_view line = block.substr(0, eol);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (response) {
+    // HTTP/x.y SP 3DIGIT [SP reason]
+    size_t sp = line.find(' ');
+    if (sp == std::string_view::npos || !IsHttpVersion(line.substr(0, sp)))
+      return std::nullopt;
+    std::string_view code = line.substr(sp + 1, 3);
+    if (code.size() != 3) return std::nullopt;
+    for (char c : code) {
+      if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+    }
+    if (line.size() > sp + 4 && line[sp + 4] != ' ') return std::nullopt;
+  } else {
+    size_t sp1 = line.find(' ');
+    size_t sp2 = line.rfind(' ');
+    if (sp1 == std::string_view::npos || sp1 == sp2) return std::nullopt;
+    if (!IsToken(line.substr(0, sp1)) || !IsHttpVersion(line.substr(sp2 + 1)))
+      return std::nullopt;
+  }
+  // The header block ends at the first empty line (CRLF CRLF, or bare LF
+  // from sloppy servers).
+  size_t pos = eol + 1;
+  while (pos <= block.size()) {
+    size_t next = block.find('\n', pos);
+    if (next == std::string_view::npos) return std::nullopt;
+    std::string_view l = block.substr(pos, next - pos);
+    if (l.empty() || l == "\r") return next + 1;
+    pos = next + 1;
+  }
+  return std::nullopt;
+}
+
+int HttpStatus(std::string_view head) {
+  std::string_view line = head.substr(0, head.find('\n'));
+  size_t sp = line.find(' ');
+  if (sp == std::string_view::npos || !IsHttpVersion(line.substr(0, sp)) ||
+      line.size() < sp + 4)
+    return -1;
+  int code = 0;
+  for (size_t i = sp + 1; i < sp + 4; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(line[i]))) return -1;
+    code = code * 10 + (line[i] - '0');
+  }
+  return code;
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace internal
+
+bool FieldNameLess::operator()(std::string_view a, std::string_view b) const {
+  size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    int ca = std::tolower(static_cast<unsigned char>(a[i]));
+    int cb = std::tolower(static_cast<unsigned char>(b[i]));
+    if (ca != cb) return ca < cb;
+  }
+  return a.size() < b.size();
+}
+
+std::string Record::Header(std::string_view name) const {
+  auto it = headers.find(name);
+  return it == headers.end() ? std::string() : it->second;
+}
+
+std::string Record::type() const { return Header("WARC-Type"); }
+
+std::string Sha1Digest(std::string_view data) {
+  internal::Sha1 sha;
+  sha.Update(data);
+  return sha.Finish();
+}
+
+}  // namespace crawld::store

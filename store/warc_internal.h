@@ -1,0 +1,62 @@
+// store/warc_internal.h: helpers shared by the writer, reader and verifier.
+// Private to store/; nothing outside this folder includes it.
+#ifndef CRAWLD_STORE_WARC_INTERNAL_H_
+#define CRAWLD_STORE_WARC_INTERNAL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+typedef struct evp_md_ctx_st EVP_MD_CTX;
+
+namespace crawld::store::internal {
+
+// Incremental SHA-1 over OpenSSL EVP. Reusable after Finish().
+class Sha1 {
+ public:
+  Sha1();
+  ~Sha1();
+  Sha1(const Sha1&) = delete;
+  Sha1& operator=(const Sha1&) = delete;
+
+  void Update(std::string_view data);
+  // "sha1:<BASE32>" of everything since the last Finish(); resets.
+  std::string Finish();
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
+
+// RFC 4648 section 6 base32, with padding (never needed for 20 bytes).
+std::string Base32(std::string_view bytes);
+
+// Compares a WARC digest value ("sha1:" + base32 or hex, label
+// case-insensitive) with our "sha1:<BASE32>". nullopt when the algorithm is
+// not sha1 or the value is unreadable (we cannot judge it).
+std::optional<bool> DigestMatches(std::string_view declared,
+                                  std::string_view computed);
+
+// "YYYY-MM-DDThh:mm:ss.ffffffZ" (UTC) for epoch microseconds.
+std::string FormatWarcDate(int64_t time_us);
+
+// True when `value` is a WARC-Date: YYYY-MM-DDThh:mm:ssZ with an optional
+// fraction of 1..9 digits (WARC 1.1 section 5.4; W3C-ISO8601).
+bool IsWarcDate(std::string_view value);
+
+// Length of the HTTP header block at the start of `block` (through the
+// blank line, CRLF CRLF or LF LF), when `block` starts with a parseable
+// status line ("HTTP/x.y NNN") or request line ("METHOD target HTTP/x.y").
+// nullopt when it does not.
+std::optional<size_t> HttpHeadLength(std::string_view block, bool response);
+
+// The status code of a response head ("HTTP/1.1 200 OK"), or -1.
+int HttpStatus(std::string_view head);
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+
+}  // namespace crawld::store::internal
+
+#endif  // CRAWLD_STORE_WARC_INTERNAL_H_

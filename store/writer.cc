@@ -1,0 +1,506 @@
+// WarcWriter: record assembly, per-record gzip members, rotation and the
+// write-failure rollback. Layout: docs/STORE.md.
+#include <errno.h>
+#include <fcntl.h>
+#include <libdeflate.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <vector>
+
+#include "store/store.h"
+#include "store/warc_internal.h"
+
+namespace crawld::store {
+
+namespace {
+
+constexpr std::string_view kConformsTo =
+    "http://iipc.github.io/warc-specifications/specifications/warc-format/"
+    "warc-1.1/";
+constexpr std::string_view kRevisitProfile =
+    "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
+// Generous bound on the WARC header block we generate around a block; used
+// only for the max_record_bytes check before any body byte is read.
+constexpr uint64_t kHeaderAllowance = 64 * 1024;
+
+Options Sanitize(Options o) {
+  o.worker_id = std::clamp(o.worker_id, 0, 99999);
+  o.rotate_bytes = std::max<uint64_t>(o.rotate_bytes, 1);
+  o.gzip_level = std::clamp(o.gzip_level, 1, 12);
+  o.max_record_bytes =
+      std::clamp<uint64_t>(o.max_record_bytes, 1ull << 20, 4ull << 30);
+  return o;
+}
+
+int64_t NowMicros() {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
+std::string Errno(const std::string& what) {
+  return what + ": " + strerror(errno);
+}
+
+// Header values go out verbatim, so a CR or LF from a hostile URL or a bad
+// caller would forge fields; refuse them instead.
+bool SafeValue(std::string_view v) {
+  return v.find_first_of(std::string_view("\r\n\0", 3)) ==
+         std::string_view::npos;
+}
+
+void AddField(std::string* out, std::string_view name, std::string_view value) {
+  out->append(name);
+  out->append(": ");
+  out->append(value);
+  out->append("\r\n");
+}
+
+}  // namespace
+
+class WarcWriter::Impl {
+ public:
+  explicit Impl(const Options& options) : opt_(Sanitize(options)) {}
+
+  ~Impl() {
+    if (fd_ >= 0) ::close(fd_);
+    if (compressor_ != nullptr) libdeflate_free_compressor(compressor_);
+  }
+
+  Status Init() {
+    if (opt_.dir.empty()) return Status::InvalidArgument("store: empty dir");
+    if (opt_.prefix.empty() || opt_.prefix.find('/') != std::string::npos)
+      return Status::InvalidArgument("store: bad prefix '" + opt_.prefix + "'");
+    std::error_code ec;
+    std::filesystem::create_directories(opt_.dir, ec);
+    if (ec)
+      return Status::IOError("store: cannot create " + opt_.dir + ": " +
+                             ec.message());
+    compressor_ = libdeflate_alloc_compressor(opt_.gzip_level);
+    if (compressor_ == nullptr)
+      return Status::ResourceExhausted("store: libdeflate_alloc_compressor");
+    // A per-writer generator seeded from the kernel pool: ids must differ
+    // across workers and restarts, and no state is shared between writers.
+    std::array<uint32_t, 8> seed{};
+    int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::IOError(Errno("store: open /dev/urandom"));
+    ssize_t n = ::read(fd, seed.data(), sizeof(seed));
+    ::close(fd);
+    if (n != static_cast<ssize_t>(sizeof(seed)))
+      return Status::IOError("store: short read from /dev/urandom");
+    std::seed_seq seq(seed.begin(), seed.end());
+    rng_.seed(seq);
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) == 0) hostname_ = host;
+    return OpenNextFile();
+  }
+
+  Result<WrittenExchange> WriteExchange(const FetchRecord& r) {
+    if (Status s = CheckWritable(); !s.ok()) return s;
+    if (r.target_uri.empty())
+      return Status::InvalidArgument("store: empty target_uri");
+    if (!SafeValue(r.target_uri) || !SafeValue(r.ip) || !SafeValue(r.truncated))
+      return Status::InvalidArgument("store: CR/LF/NUL in a header value");
+    uint64_t body_size = r.body != nullptr ? r.body->size() : 0;
+    if (r.response_head.size() + body_size + kHeaderAllowance >
+            opt_.max_record_bytes ||
+        r.request_head.size() + kHeaderAllowance > opt_.max_record_bytes)
+      return Status::ResourceExhausted(
+          "store: record larger than max_record_bytes (" +
+          std::to_string(opt_.max_record_bytes) + ")");
+    if (Status s = MaybeRotate(); !s.ok()) return s;
+
+    const std::string response_id = NewRecordId();
+    const std::string request_id = NewRecordId();
+    const std::string date = internal::FormatWarcDate(r.fetch_time_us);
+
+    // Response block: head + body, assembled once in record_ so that the
+    // digests and the compressor all read the same contiguous bytes.
+    record_.clear();
+    record_.reserve(r.response_head.size() + body_size);
+    record_.append(r.response_head);
+    if (r.body != nullptr) {
+      Status s = r.body->ForEachChunk([this](std::string_view chunk) {
+        record_.append(chunk);
+        return Status::Ok();
+      });
+      if (!s.ok()) return s;
+    }
+    std::string block_digest = Digest(record_);
+    std::string payload_digest;
+    if (auto head_len = internal::HttpHeadLength(record_, true);
+        head_len && *head_len == r.response_head.size()) {
+      payload_digest =
+          Digest(std::string_view(record_).substr(r.response_head.size()));
+    }
+    std::string header = Begin("response", response_id);
+    AddField(&header, "WARC-Warcinfo-ID", warcinfo_id_);
+    AddField(&header, "WARC-Concurrent-To", request_id);
+    AddField(&header, "WARC-Target-URI", r.target_uri);
+    AddField(&header, "WARC-Date", date);
+    if (!r.ip.empty()) AddField(&header, "WARC-IP-Address", r.ip);
+    AddField(&header, "WARC-Block-Digest", block_digest);
+    if (!payload_digest.empty())
+      AddField(&header, "WARC-Payload-Digest", payload_digest);
+    if (!r.truncated.empty()) AddField(&header, "WARC-Truncated", r.truncated);
+    AddField(&header, "Content-Type", "application/http;msgtype=response");
+    AddField(&header, "Content-Length", std::to_string(record_.size()));
+    header.append("\r\n");
+
+    const uint64_t start = offset_;
+    WrittenExchange out;
+    auto response = WriteMember(header, response_id);
+    if (!response.ok()) return Rollback(start, response.status());
+    out.response = std::move(response.value());
+
+    header = Begin("request", request_id);
+    AddField(&header, "WARC-Warcinfo-ID", warcinfo_id_);
+    AddField(&header, "WARC-Concurrent-To", response_id);
+    AddField(&header, "WARC-Target-URI", r.target_uri);
+    AddField(&header, "WARC-Date", date);
+    if (!r.ip.empty()) AddField(&header, "WARC-IP-Address", r.ip);
+    AddField(&header, "WARC-Block-Digest", Digest(r.request_head));
+    AddField(&header, "Content-Type", "application/http;msgtype=request");
+    AddField(&header, "Content-Length", std::to_string(r.request_head.size()));
+    header.append("\r\n");
+    record_.assign(r.request_head);
+    auto request = WriteMember(header, request_id);
+    if (!request.ok()) return Rollback(start, request.status());
+    out.request = std::move(request.value());
+    out.payload_digest = std::move(payload_digest);
+    ++records_in_file_;
+    return out;
+  }
+
+  Result<RecordRef> WriteRevisit(const FetchRecord& r,
+                                 const std::string& refers_to_id,
+                                 const std::string& refers_to_uri,
+                                 int64_t refers_to_time_us,
+                                 const std::string& payload_digest) {
+    if (Status s = CheckWritable(); !s.ok()) return s;
+    if (r.target_uri.empty())
+      return Status::InvalidArgument("store: empty target_uri");
+    if (!SafeValue(r.target_uri) || !SafeValue(r.ip) ||
+        !SafeValue(refers_to_id) || !SafeValue(refers_to_uri) ||
+        !SafeValue(payload_digest))
+      return Status::InvalidArgument("store: CR/LF/NUL in a header value");
+    if (r.response_head.size() + kHeaderAllowance > opt_.max_record_bytes)
+      return Status::ResourceExhausted("store: revisit head too large");
+    if (Status s = MaybeRotate(); !s.ok()) return s;
+    const std::string id = NewRecordId();
+    record_.assign(r.response_head);
+    std::string header = Begin("revisit", id);
+    AddField(&header, "WARC-Warcinfo-ID", warcinfo_id_);
+    AddField(&header, "WARC-Target-URI", r.target_uri);
+    AddField(&header, "WARC-Date", internal::FormatWarcDate(r.fetch_time_us));
+    if (!r.ip.empty()) AddField(&header, "WARC-IP-Address", r.ip);
+    AddField(&header, "WARC-Profile", kRevisitProfile);
+    AddField(&header, "WARC-Refers-To", refers_to_id);
+    AddField(&header, "WARC-Refers-To-Target-URI", refers_to_uri);
+    AddField(&header, "WARC-Refers-To-Date",
+             internal::FormatWarcDate(refers_to_time_us));
+    AddField(&header, "WARC-Block-Digest", Digest(record_));
+    if (!payload_digest.empty())
+      AddField(&header, "WARC-Payload-Digest", payload_digest);
+    AddField(&header, "Content-Type", "application/http;msgtype=response");
+    AddField(&header, "Content-Length", std::to_string(record_.size()));
+    header.append("\r\n");
+    return WriteSingle(header, id);
+  }
+
+  Result<RecordRef> WriteMetadata(const std::string& target_uri,
+                                  const std::string& concurrent_to,
+                                  int64_t time_us,
+                                  std::string_view content_type,
+                                  std::string_view block) {
+    if (Status s = CheckWritable(); !s.ok()) return s;
+    if (target_uri.empty())
+      return Status::InvalidArgument("store: empty target_uri");
+    if (!SafeValue(target_uri) || !SafeValue(concurrent_to) ||
+        !SafeValue(content_type))
+      return Status::InvalidArgument("store: CR/LF/NUL in a header value");
+    if (block.size() + kHeaderAllowance > opt_.max_record_bytes)
+      return Status::ResourceExhausted("store: metadata block too large");
+    if (Status s = MaybeRotate(); !s.ok()) return s;
+    const std::string id = NewRecordId();
+    record_.assign(block);
+    std::string header = Begin("metadata", id);
+    AddField(&header, "WARC-Warcinfo-ID", warcinfo_id_);
+    AddField(&header, "WARC-Target-URI", target_uri);
+    AddField(&header, "WARC-Date", internal::FormatWarcDate(time_us));
+    if (!concurrent_to.empty())
+      AddField(&header, "WARC-Concurrent-To", concurrent_to);
+    AddField(&header, "WARC-Block-Digest", Digest(record_));
+    if (!content_type.empty()) AddField(&header, "Content-Type", content_type);
+    AddField(&header, "Content-Length", std::to_string(record_.size()));
+    header.append("\r\n");
+    return WriteSingle(header, id);
+  }
+
+  Status Flush() {
+    if (fd_ < 0 || !opt_.fsync_on_flush) return Status::Ok();
+    if (::fdatasync(fd_) != 0)
+      return Status::IOError(Errno("store: fdatasync " + file_));
+    return Status::Ok();
+  }
+
+  Status Close() {
+    if (closed_) return Status::Ok();
+    closed_ = true;
+    return CloseFile();
+  }
+
+  const std::string& file() const { return file_; }
+  uint64_t offset() const { return offset_; }
+  const Options& options() const { return opt_; }
+
+ private:
+  Status CheckWritable() const {
+    if (closed_) return Status::FailedPrecondition("store: writer closed");
+    if (broken_)
+      return Status::FailedPrecondition(
+          "store: writer disabled after a failed rollback of " + file_);
+    return Status::Ok();
+  }
+
+  std::string NewRecordId() {
+    // RFC 4122 version 4: 122 random bits, version nibble 4, variant 10.
+    uint64_t hi = rng_(), lo = rng_();
+    hi = (hi & ~0xF000ull) | 0x4000ull;
+    lo = (lo & ~(3ull << 62)) | (2ull << 62);
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "<urn:uuid:%08x-%04x-%04x-%04x-%012llx>",
+                  static_cast<unsigned>(hi >> 32),
+                  static_cast<unsigned>((hi >> 16) & 0xFFFF),
+                  static_cast<unsigned>(hi & 0xFFFF),
+                  static_cast<unsigned>(lo >> 48),
+                  static_cast<unsigned long long>(lo & 0xFFFFFFFFFFFFull));
+    return buf;
+  }
+
+  std::string Digest(std::string_view data) {
+    sha_.Update(data);
+    return sha_.Finish();
+  }
+
+  static std::string Begin(std::string_view type, const std::string& id) {
+    std::string h = "WARC/1.1\r\n";
+    AddField(&h, "WARC-Type", type);
+    AddField(&h, "WARC-Record-ID", id);
+    return h;
+  }
+
+  Result<RecordRef> WriteSingle(const std::string& header,
+                                const std::string& id) {
+    const uint64_t start = offset_;
+    auto ref = WriteMember(header, id);
+    if (!ref.ok()) return Rollback(start, ref.status());
+    ++records_in_file_;
+    return ref;
+  }
+
+  // Compresses header + record_ + CRLF CRLF as one gzip member and appends
+  // it to the current file. On failure the caller rolls back.
+  Result<RecordRef> WriteMember(const std::string& header,
+                                const std::string& id) {
+    // libdeflate has no streaming input, so the member's input must be one
+    // buffer: prepend the header in place (one memmove of the block).
+    record_.insert(0, header);
+    record_.append("\r\n\r\n");
+    size_t bound = libdeflate_gzip_compress_bound(compressor_, record_.size());
+    if (out_.size() < bound) out_.resize(bound);
+    size_t n = libdeflate_gzip_compress(compressor_, record_.data(),
+                                        record_.size(), out_.data(), bound);
+    if (n == 0) return Status::Internal("store: libdeflate_gzip_compress");
+    const uint64_t at = offset_;
+    size_t done = 0;
+    while (done < n) {
+      ssize_t w = ::pwrite(fd_, out_.data() + done, n - done,
+                           static_cast<off_t>(at + done));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return Status::IOError(Errno("store: write " + file_));
+      }
+      if (w == 0)
+        return Status::IOError("store: write " + file_ + ": no progress");
+      done += static_cast<size_t>(w);
+    }
+    offset_ = at + n;
+    return RecordRef{file_, at, n, id};
+  }
+
+  // Puts the file back to `start` bytes after a failed write so it ends at
+  // its last complete record.
+  Status Rollback(uint64_t start, Status error) {
+    while (::ftruncate(fd_, static_cast<off_t>(start)) != 0) {
+      if (errno == EINTR) continue;
+      broken_ = true;
+      return Status::IOError(error.message() +
+                             "; rollback failed too: " + strerror(errno));
+    }
+    offset_ = start;
+    return error;
+  }
+
+  Status MaybeRotate() {
+    if (fd_ >= 0 && (offset_ < opt_.rotate_bytes || records_in_file_ == 0))
+      return Status::Ok();
+    return OpenNextFile();
+  }
+
+  Status CloseFile() {
+    Status s = CloseFd(fd_, file_);
+    fd_ = -1;
+    return s;
+  }
+
+  Status CloseFd(int fd, const std::string& name) const {
+    if (fd < 0) return Status::Ok();
+    Status result;
+    if (opt_.fsync_on_rotate && ::fsync(fd) != 0)
+      result = Status::IOError(Errno("store: fsync " + name));
+    if (::close(fd) != 0 && result.ok())
+      result = Status::IOError(Errno("store: close " + name));
+    return result;
+  }
+
+  // Opens the next file and writes its warcinfo. The old file is closed only
+  // once the new one is ready, so a failure leaves the writer on the old one.
+  Status OpenNextFile() {
+    time_t now = time(nullptr);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char stamp[32];
+    std::snprintf(stamp, sizeof(stamp), "%04d%02d%02d%02d%02d%02d",
+                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                  tm.tm_min, tm.tm_sec);
+    std::string name;
+    int fd = -1;
+    // O_EXCL: a restarted worker in the same second must never append to or
+    // clobber a file it did not write.
+    for (int tries = 0; tries < 100000; ++tries) {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "-%s-%05d-%05d.warc.gz", stamp,
+                    opt_.worker_id, serial_ % 100000);
+      name = opt_.prefix + buf;
+      ++serial_;
+      fd = ::open((opt_.dir + "/" + name).c_str(),
+                  O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd >= 0 || errno != EEXIST) break;
+    }
+    if (fd < 0) return Status::IOError(Errno("store: create " + name));
+    if (opt_.fsync_on_rotate) {
+      // Make the new name itself durable.
+      int dfd = ::open(opt_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dfd >= 0) {
+        (void)::fsync(dfd);
+        ::close(dfd);
+      }
+    }
+    const int old_fd = fd_;
+    const std::string old_file = file_;
+    const uint64_t old_offset = offset_;
+    const std::string old_warcinfo = warcinfo_id_;
+    fd_ = fd;
+    file_ = name;
+    offset_ = 0;
+    warcinfo_id_ = NewRecordId();
+
+    record_.clear();
+    AddField(&record_, "software", opt_.software);
+    AddField(&record_, "format", "WARC File Format 1.1");
+    AddField(&record_, "conformsTo", kConformsTo);
+    AddField(&record_, "isPartOf", opt_.prefix);
+    if (!hostname_.empty()) AddField(&record_, "hostname", hostname_);
+    if (!opt_.user_agent.empty())
+      AddField(&record_, "http-header-user-agent", opt_.user_agent);
+    if (!opt_.operator_contact.empty())
+      AddField(&record_, "operator", opt_.operator_contact);
+    std::string header = Begin("warcinfo", warcinfo_id_);
+    AddField(&header, "WARC-Date", internal::FormatWarcDate(NowMicros()));
+    AddField(&header, "WARC-Filename", name);
+    AddField(&header, "WARC-Block-Digest", Digest(record_));
+    AddField(&header, "Content-Type", "application/warc-fields");
+    AddField(&header, "Content-Length", std::to_string(record_.size()));
+    header.append("\r\n");
+    auto ref = WriteMember(header, warcinfo_id_);
+    if (!ref.ok()) {
+      ::close(fd_);
+      ::unlink((opt_.dir + "/" + name).c_str());
+      fd_ = old_fd;
+      file_ = old_file;
+      offset_ = old_offset;
+      warcinfo_id_ = old_warcinfo;
+      return ref.status();
+    }
+    records_in_file_ = 0;
+    // The old file is complete; an fsync error on it is reported, but the
+    // writer carries on with the new file.
+    return CloseFd(old_fd, old_file);
+  }
+
+  Options opt_;
+  libdeflate_compressor* compressor_ = nullptr;
+  std::mt19937_64 rng_;
+  internal::Sha1 sha_;
+  std::string hostname_;
+
+  int fd_ = -1;
+  std::string file_;              // basename of the open file
+  uint64_t offset_ = 0;           // bytes in the open file
+  int serial_ = 0;                // next file's serial
+  uint64_t records_in_file_ = 0;  // records after the warcinfo
+  std::string warcinfo_id_;
+  bool closed_ = false;
+  bool broken_ = false;
+
+  // Reused across records so steady-state writing allocates nothing.
+  std::string record_;
+  std::vector<uint8_t> out_;
+};
+
+WarcWriter::WarcWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+WarcWriter::~WarcWriter() = default;
+
+Result<std::unique_ptr<WarcWriter>> WarcWriter::Open(const Options& options) {
+  auto impl = std::make_unique<Impl>(options);
+  if (Status s = impl->Init(); !s.ok()) return s;
+  return std::unique_ptr<WarcWriter>(new WarcWriter(std::move(impl)));
+}
+
+Result<WrittenExchange> WarcWriter::WriteExchange(const FetchRecord& record) {
+  return impl_->WriteExchange(record);
+}
+
+Result<RecordRef> WarcWriter::WriteRevisit(
+    const FetchRecord& record, const std::string& refers_to_record_id,
+    const std::string& refers_to_uri, int64_t refers_to_time_us,
+    const std::string& payload_digest) {
+  return impl_->WriteRevisit(record, refers_to_record_id, refers_to_uri,
+                             refers_to_time_us, payload_digest);
+}
+
+Result<RecordRef> WarcWriter::WriteMetadata(const std::string& target_uri,
+                                            const std::string& concurrent_to,
+                                            int64_t time_us,
+                                            std::string_view content_type,
+                                            std::string_view block) {
+  return impl_->WriteMetadata(target_uri, concurrent_to, time_us, content_type,
+                              block);
+}
+
+Status WarcWriter::Flush() { return impl_->Flush(); }
+Status WarcWriter::Close() { return impl_->Close(); }
+std::string WarcWriter::current_file() const { return impl_->file(); }
+uint64_t WarcWriter::current_offset() const { return impl_->offset(); }
+const Options& WarcWriter::options() const { return impl_->options(); }
+
+}  // namespace crawld::store
