@@ -109,7 +109,8 @@ Status DocBuffer::ForEachChunk(
   std::vector<char> buf(64 * 1024);
   uint64_t pos = offset;
   while (pos < end) {
-    size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), end - pos));
+    size_t want =
+        static_cast<size_t>(std::min<uint64_t>(buf.size(), end - pos));
     ssize_t n = ::pread(fd_, buf.data(), want, static_cast<off_t>(pos));
     if (n < 0) {
       if (errno == EINTR) continue;

@@ -29,9 +29,9 @@ class Status {
     kOk = 0,
     kInvalidArgument,  // bad input from a user, a file or the network
     kNotFound,
-    kIOError,          // filesystem or socket failure
-    kCorruption,       // on-disk or on-wire data is inconsistent
-    kUnavailable,      // a peer or a service did not answer (retryable)
+    kIOError,      // filesystem or socket failure
+    kCorruption,   // on-disk or on-wire data is inconsistent
+    kUnavailable,  // a peer or a service did not answer (retryable)
     kTimeout,
     kResourceExhausted,  // a cap was hit (size, count, memory)
     kFailedPrecondition,
@@ -94,7 +94,8 @@ template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT
-  Result(Status status) : v_(std::in_place_index<1>, std::move(status)) {  // NOLINT
+  Result(Status status)
+      : v_(std::in_place_index<1>, std::move(status)) {  // NOLINT
     assert(!std::get<1>(v_).ok());
   }
 

@@ -42,10 +42,13 @@ TEST(DocBuffer, LargeDocumentsSpillAndReadBackExactly) {
   ASSERT_TRUE(prefix.ok());
   EXPECT_EQ(*prefix, expect.substr(0, 10));
   std::string mid;
-  ASSERT_TRUE(b.ForEachChunk([&](std::string_view c) {
-                 mid.append(c);
-                 return Status::Ok();
-               }, 100, 50).ok());
+  ASSERT_TRUE(b.ForEachChunk(
+                   [&](std::string_view c) {
+                     mid.append(c);
+                     return Status::Ok();
+                   },
+                   100, 50)
+                  .ok());
   EXPECT_EQ(mid, expect.substr(100, 50));
 }
 

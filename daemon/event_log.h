@@ -1,0 +1,49 @@
+// daemon/event_log.h: structured JSON-lines log of the crawl (one object per
+// line: time, level, event, fields), written to <data>/logs/crawld.jsonl so
+// that operators can grep and ship it. Human output goes to the terminal.
+#ifndef CRAWLD_DAEMON_EVENT_LOG_H_
+#define CRAWLD_DAEMON_EVENT_LOG_H_
+
+#include <cstdio>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "base/status.h"
+
+namespace crawld::daemon {
+
+enum class Level { kDebug, kInfo, kWarn, kError };
+
+// Owned by one loop; not thread-safe. Writes are buffered by stdio and
+// flushed by Flush() (the worker calls it on every progress tick and at exit).
+class EventLog {
+ public:
+  using Field = std::pair<std::string_view, std::string_view>;
+
+  EventLog() = default;
+  ~EventLog();
+  EventLog(const EventLog&) = delete;
+  EventLog& operator=(const EventLog&) = delete;
+
+  // Opens (appends to) path. Fails with IOError when it cannot be created.
+  [[nodiscard]] Status Open(const std::string& path);
+  // Events below min_level are dropped.
+  void set_min_level(Level level) { min_level_ = level; }
+  // Writes one line; field values are JSON-escaped strings.
+  void Write(Level level, std::string_view event,
+             std::initializer_list<Field> fields = {});
+  void Flush();
+
+ private:
+  FILE* file_ = nullptr;
+  Level min_level_ = Level::kInfo;
+};
+
+// Appends s to out as a JSON string literal (with quotes).
+void AppendJsonString(std::string* out, std::string_view s);
+
+}  // namespace crawld::daemon
+
+#endif  // CRAWLD_DAEMON_EVENT_LOG_H_

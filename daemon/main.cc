@@ -1,0 +1,188 @@
+// crawld: the crawler daemon. This first version runs one worker in the
+// foreground; the supervisor with W worker processes comes with the cluster
+// work (ARCHITECTURE.md, Processes).
+//
+// Exit codes: 0 the crawl ended (done, a limit, or a signal); 1 a fatal
+// runtime error (e.g. data directory not writable); 2 bad command line or
+// config (nothing was started).
+#include <ares.h>
+#include <curl/curl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+
+#include "conf/conf.h"
+#include "daemon/seeds.h"
+#include "daemon/worker.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: crawld [--config FILE] [--seeds FILE] [--seed URL]... [--data "
+    "DIR]\n"
+    "              [--max-pages N] [--print-config] [--quiet]\n"
+    "\n"
+    "Crawls from the seed URLs, politely, into WARC files under the data\n"
+    "directory. Without --config the built-in defaults apply (see\n"
+    "conf/crawler.toml). SIGINT/SIGTERM stop the crawl cleanly.\n"
+    "\n"
+    "  --config FILE   TOML config; errors name file:line and key (exit 2)\n"
+    "  --seeds FILE    seed URLs, one per line ('#' comments)\n"
+    "  --seed URL      one more seed URL (repeatable)\n"
+    "  --data DIR      data directory (overrides crawl.data_dir)\n"
+    "  --max-pages N   page limit (overrides crawl.max_pages)\n"
+    "  --print-config  print the effective config as TOML and exit\n"
+    "  --quiet         no progress line\n"
+    "\n"
+    "exit codes: 0 crawl ended, 1 fatal runtime error, 2 bad usage/config\n";
+
+bool WriteFile(const std::string& path, std::string_view content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config_path, seeds_path, data_dir;
+  std::vector<std::string> extra_seeds;
+  long long max_pages = -1;
+  bool print_config = false, quiet = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    auto need_value = [&](std::string* out) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "crawld: %s needs a value\n%s", argv[i], kUsage);
+        exit(2);
+      }
+      *out = argv[++i];
+    };
+    std::string v;
+    if (a == "--help" || a == "-h") {
+      fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--config") {
+      need_value(&config_path);
+    } else if (a == "--seeds") {
+      need_value(&seeds_path);
+    } else if (a == "--seed") {
+      need_value(&v);
+      extra_seeds.push_back(v);
+    } else if (a == "--data") {
+      need_value(&data_dir);
+    } else if (a == "--max-pages") {
+      need_value(&v);
+      char* end = nullptr;
+      max_pages = strtoll(v.c_str(), &end, 10);
+      if (*end != '\0' || max_pages < 0) {
+        fprintf(stderr, "crawld: --max-pages: not a count: %s\n", v.c_str());
+        return 2;
+      }
+    } else if (a == "--print-config") {
+      print_config = true;
+    } else if (a == "--quiet") {
+      quiet = true;
+    } else {
+      fprintf(stderr, "crawld: unknown argument '%s'\n%s", argv[i], kUsage);
+      return 2;
+    }
+  }
+
+  crawld::Result<crawld::conf::Config> config =
+      config_path.empty()
+          ? crawld::Result<crawld::conf::Config>(crawld::conf::Defaults())
+          : crawld::conf::LoadConfigFile(config_path);
+  if (!config.ok()) {
+    fprintf(stderr, "crawld: %s\n", config.status().message().c_str());
+    return 2;
+  }
+  if (!data_dir.empty()) config->crawl.data_dir = data_dir;
+  if (max_pages >= 0)
+    config->crawl.max_pages = static_cast<uint64_t>(max_pages);
+  if (crawld::Status s = crawld::conf::Validate(*config); !s.ok()) {
+    fprintf(stderr, "crawld: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (print_config) {
+    fputs(crawld::conf::ToToml(*config).c_str(), stdout);
+    return 0;
+  }
+
+  crawld::daemon::WorkerOptions wo;
+  std::string seed_text;
+  for (const std::string& s : extra_seeds) seed_text += s + "\n";
+  crawld::daemon::SeedList seeds =
+      crawld::daemon::ParseSeeds(seed_text, "--seed");
+  if (!seeds_path.empty()) {
+    auto file_seeds = crawld::daemon::LoadSeeds(seeds_path);
+    if (!file_seeds.ok()) {
+      fprintf(stderr, "crawld: %s\n", file_seeds.status().message().c_str());
+      return 2;
+    }
+    for (auto& u : file_seeds->urls) seeds.urls.push_back(std::move(u));
+    for (auto& e : file_seeds->errors) seeds.errors.push_back(std::move(e));
+  }
+  for (const std::string& e : seeds.errors) {
+    fprintf(stderr, "crawld: skipped seed: %s\n", e.c_str());
+  }
+  if (seeds.urls.empty()) {
+    fprintf(stderr,
+            "crawld: no valid seed URLs (use --seeds FILE or --seed URL)\n");
+    return 2;
+  }
+
+  const std::string& data = config->crawl.data_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(data, ec);
+  if (ec) {
+    fprintf(stderr, "crawld: data directory %s: %s\n", data.c_str(),
+            ec.message().c_str());
+    return 1;
+  }
+  // The frozen copy of the config the crawl ran with.
+  if (!WriteFile(data + "/crawl.toml", crawld::conf::ToToml(*config))) {
+    fprintf(stderr, "crawld: cannot write %s/crawl.toml: %s\n", data.c_str(),
+            strerror(errno));
+    return 1;
+  }
+
+  // Process-wide library setup, once, before any other thread or handle.
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
+      ares_library_init(ARES_LIB_INIT_ALL) != ARES_SUCCESS) {
+    fprintf(stderr, "crawld: library initialisation failed\n");
+    return 1;
+  }
+
+  wo.config = *config;
+  wo.seeds = std::move(seeds.urls);
+  wo.progress = quiet ? nullptr : stderr;
+  wo.progress_tty = !quiet && isatty(fileno(stderr));
+  int rc = 0;
+  {
+    auto worker = crawld::daemon::Worker::Create(wo);
+    if (!worker.ok()) {
+      fprintf(stderr, "crawld: %s\n", worker.status().ToString().c_str());
+      rc = 1;
+    } else {
+      auto summary = (*worker)->Run();
+      if (!summary.ok()) {
+        fprintf(stderr, "crawld: %s\n", summary.status().ToString().c_str());
+        rc = 1;
+      } else {
+        fputs(summary->ToText().c_str(), stdout);
+        WriteFile(data + "/summary.json", summary->ToJson());
+        if (summary->stop_reason == "store_error") rc = 1;
+      }
+    }
+  }
+  ares_library_cleanup();
+  curl_global_cleanup();
+  return rc;
+}

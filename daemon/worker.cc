@@ -1,0 +1,830 @@
+#include "daemon/worker.h"
+
+#include <curl/curl.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <optional>
+#include <unordered_map>
+
+#include "daemon/event_log.h"
+#include "dedupe/dedupe.h"
+#include "dns/dns.h"
+#include "fetcher/fetcher.h"
+#include "frontier/frontier.h"
+#include "parser/parser.h"
+#include "robots/robots.h"
+#include "store/store.h"
+#include "url/url.h"
+
+namespace crawld::daemon {
+
+namespace {
+
+int64_t MonotonicUs() { return static_cast<int64_t>(uv_hrtime() / 1000); }
+
+std::string FormatBytes(uint64_t bytes) {
+  char buf[32];
+  if (bytes >= (1ull << 30)) {
+    snprintf(buf, sizeof(buf), "%.2f GB", bytes / 1073741824.0);
+  } else if (bytes >= (1ull << 20)) {
+    snprintf(buf, sizeof(buf), "%.1f MB", bytes / 1048576.0);
+  } else {
+    snprintf(buf, sizeof(buf), "%.1f kB", bytes / 1024.0);
+  }
+  return buf;
+}
+
+bool IEquals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+bool IContains(std::string_view hay, std::string_view needle) {
+  if (needle.size() > hay.size()) return false;
+  for (size_t i = 0; i + needle.size() <= hay.size(); ++i) {
+    if (IEquals(hay.substr(i, needle.size()), needle)) return true;
+  }
+  return false;
+}
+
+// RFC 9110 section 10.2.3: Retry-After is delay-seconds or an HTTP-date.
+// Returns microseconds from now, or -1 when absent or unreadable.
+int64_t ParseRetryAfter(std::string_view value, int64_t now_wall_s) {
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
+  if (value.empty()) return -1;
+  if (std::all_of(value.begin(), value.end(),
+                  [](char c) { return c >= '0' && c <= '9'; })) {
+    if (value.size() > 9) return 86400ll * 1000000;  // absurd: one day
+    return std::stoll(std::string(value)) * 1000000;
+  }
+  struct tm tm {};
+  std::string v(value);
+  if (strptime(v.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm) == nullptr) {
+    return -1;
+  }
+  int64_t when = static_cast<int64_t>(timegm(&tm));
+  return std::max<int64_t>(0, when - now_wall_s) * 1000000;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+class Worker::Impl {
+ public:
+  explicit Impl(const WorkerOptions& options);
+  ~Impl();
+
+  Status Init();
+  Result<CrawlSummary> Run();
+
+ private:
+  // Per-origin state the worker keeps beside the frontier: robots.txt.
+  struct HostState {
+    enum class Robots { kUnknown, kReady, kFailing };
+    Robots robots = Robots::kUnknown;
+    std::optional<robots::Rules> rules;
+    int64_t robots_expires_us = 0;
+  };
+
+  // One URL on its way through resolve and fetch.
+  struct Job {
+    std::string host_key;
+    frontier::Item item;
+    bool is_robots = false;
+    int robots_hops = 0;     // redirects followed for robots.txt
+    std::string fetch_url;   // item.url, or the robots.txt URL
+    int64_t started_us = 0;  // monotonic
+  };
+
+  void Pump();
+  void ArmTimer(int64_t now_us);
+  void Dispatch(frontier::Frontier::Ready ready, int64_t now_us);
+  void StartFetch(std::shared_ptr<Job> job);
+  void OnResolved(std::shared_ptr<Job> job, Result<dns::Answer> answer);
+  void OnResponse(std::shared_ptr<Job> job, fetcher::Response&& response);
+  void OnRobotsResponse(std::shared_ptr<Job> job, fetcher::Response&& response);
+  void FinishJob(const Job& job, const frontier::Completion& completion);
+  void Record(const Job& job, const fetcher::Response& response);
+  void HandleRedirect(const Job& job, const fetcher::Response& response);
+  void ParseAndEnqueue(const Job& job, const fetcher::Response& response);
+  // Canonicalizes and enqueues a discovered URL; returns true if it was new.
+  bool Enqueue(std::string_view url, uint16_t depth, uint8_t redirects,
+               double credit, uint64_t redirect_parent);
+  void Count(const std::string& what, uint64_t n = 1) { counts_[what] += n; }
+  void Progress(bool final_line);
+  void RequestStop(const std::string& reason);
+  void MaybeFinish();
+  void CloseAll();
+
+  WorkerOptions options_;
+  const conf::Config& config_;
+  uv_loop_t loop_{};
+  uv_timer_t pump_timer_{};
+  uv_timer_t progress_timer_{};
+  uv_signal_t sigint_{};
+  uv_signal_t sigterm_{};
+  bool handles_open_ = false;
+
+  url::Canonicalizer canonicalizer_;
+  parser::Extractor extractor_;
+  std::unique_ptr<frontier::Frontier> frontier_;
+  std::unique_ptr<dedupe::SeenSet> seen_;
+  std::unique_ptr<dns::Resolver> resolver_;
+  std::unique_ptr<fetcher::Fetcher> fetcher_;
+  std::unique_ptr<store::WarcWriter> warc_;
+  EventLog log_;
+
+  std::unordered_map<std::string, HostState> hosts_;
+  // Redirect-discovered URL -> the URL that redirected to it, to tell a
+  // redirect loop from a redirect to a page seen elsewhere.
+  std::unordered_map<uint64_t, uint64_t> redirect_parent_;
+  std::unordered_map<uint64_t, int> retries_;
+
+  size_t active_ = 0;  // jobs between Dispatch and FinishJob
+  bool stopping_ = false;
+  bool finished_ = false;
+  std::string stop_reason_;
+  int64_t start_us_ = 0;
+  uint64_t pages_ = 0;
+  uint64_t robots_fetches_ = 0;
+  uint64_t bytes_ = 0;
+  uint64_t last_pages_ = 0;
+  int64_t last_progress_us_ = 0;
+  std::map<std::string, uint64_t> counts_;
+};
+
+namespace {
+
+url::Options CanonOptions(const conf::Config&) { return url::Options(); }
+
+parser::Options ParserOptions(const conf::Config&) { return parser::Options(); }
+
+}  // namespace
+
+Worker::Impl::Impl(const WorkerOptions& options)
+    : options_(options),
+      config_(options_.config),
+      canonicalizer_(CanonOptions(options_.config)),
+      extractor_(ParserOptions(options_.config)) {}
+
+Worker::Impl::~Impl() {
+  if (handles_open_) {
+    CloseAll();
+    uv_run(&loop_, UV_RUN_DEFAULT);
+  }
+  uv_loop_close(&loop_);
+}
+
+Status Worker::Impl::Init() {
+  if (int rc = uv_loop_init(&loop_); rc != 0) {
+    return Status::Internal(std::string("uv_loop_init: ") + uv_strerror(rc));
+  }
+  const std::string& data = config_.crawl.data_dir;
+  std::error_code ec;
+  for (const char* sub : {"warc", "logs", "tmp"}) {
+    std::filesystem::create_directories(data + "/" + sub, ec);
+    if (ec) {
+      return Status::IOError(data + "/" + sub + ": " + ec.message());
+    }
+  }
+  if (Status s = log_.Open(data + "/logs/crawld.jsonl"); !s.ok()) return s;
+
+  frontier::Options fo;
+  fo.min_delay_us = config_.politeness.min_delay_ms * 1000;
+  fo.max_delay_us = config_.politeness.max_delay_ms * 1000;
+  fo.delay_factor = config_.politeness.delay_factor;
+  fo.max_crawl_delay_us = config_.politeness.max_crawl_delay_ms * 1000;
+  frontier_ = std::make_unique<frontier::Frontier>(fo);
+
+  dedupe::Options dopt;
+  dopt.expected_urls =
+      std::max<uint64_t>(1'000'000, config_.crawl.max_pages * 20);
+  seen_ = std::make_unique<dedupe::SeenSet>(dopt);
+
+  dns::Options dnso;
+  dnso.servers = config_.dns.servers;
+  dnso.min_ttl_s = config_.dns.min_ttl_s;
+  dnso.max_ttl_s = config_.dns.max_ttl_s;
+  dnso.negative_ttl_s = config_.dns.negative_ttl_s;
+  dnso.timeout_ms = config_.dns.timeout_ms;
+  dnso.tries = config_.dns.tries;
+  dnso.allow_private = config_.network.allow_private;
+  auto resolver = dns::Resolver::Create(&loop_, dnso);
+  if (!resolver.ok()) return resolver.status();
+  resolver_ = std::move(resolver).value();
+
+  fetcher::Options feo;
+  feo.user_agent = config_.crawl.user_agent;
+  feo.connect_timeout_ms = config_.fetch.connect_timeout_ms;
+  feo.total_timeout_ms = config_.fetch.total_timeout_ms;
+  feo.low_speed_bytes_per_s = config_.fetch.low_speed_bytes_per_s;
+  feo.low_speed_time_s = config_.fetch.low_speed_time_s;
+  feo.max_body_bytes = config_.fetch.max_body_bytes;
+  feo.max_connections = static_cast<size_t>(config_.fetch.max_connections);
+  feo.body_buffer.memory_limit = config_.fetch.memory_body_bytes;
+  feo.body_buffer.spill_dir = data + "/tmp";
+  feo.verify_tls = config_.fetch.verify_tls;
+  feo.ca_file = config_.fetch.ca_file;
+  feo.accept_encoding = config_.fetch.accept_encoding;
+  auto fetcher = fetcher::Fetcher::Create(&loop_, feo);
+  if (!fetcher.ok()) return fetcher.status();
+  fetcher_ = std::move(fetcher).value();
+
+  store::Options so;
+  so.dir = data + "/warc";
+  so.prefix = config_.store.warc_prefix;
+  so.worker_id = options_.worker_id;
+  so.rotate_bytes = config_.store.rotate_bytes;
+  so.gzip_level = config_.store.gzip_level;
+  so.user_agent = config_.crawl.user_agent;
+  auto warc = store::WarcWriter::Open(so);
+  if (!warc.ok()) return warc.status();
+  warc_ = std::move(warc).value();
+
+  uv_timer_init(&loop_, &pump_timer_);
+  uv_timer_init(&loop_, &progress_timer_);
+  uv_signal_init(&loop_, &sigint_);
+  uv_signal_init(&loop_, &sigterm_);
+  pump_timer_.data = progress_timer_.data = this;
+  sigint_.data = sigterm_.data = this;
+  handles_open_ = true;
+  return Status::Ok();
+}
+
+Result<CrawlSummary> Worker::Impl::Run() {
+  start_us_ = MonotonicUs();
+  last_progress_us_ = start_us_;
+  log_.Write(Level::kInfo, "crawl_start",
+             {{"seeds", std::to_string(options_.seeds.size())},
+              {"data_dir", config_.crawl.data_dir}});
+  for (const std::string& seed : options_.seeds) {
+    Enqueue(seed, 0, 0, 1.0, 0);
+  }
+
+  auto on_signal = [](uv_signal_t* h, int signum) {
+    static_cast<Impl*>(h->data)->RequestStop(
+        signum == SIGINT ? "signal (SIGINT)" : "signal (SIGTERM)");
+  };
+  uv_signal_start(&sigint_, on_signal, SIGINT);
+  uv_signal_start(&sigterm_, on_signal, SIGTERM);
+
+  const uint64_t period_ms = static_cast<uint64_t>(
+      (options_.progress_tty ? std::min(config_.crawl.progress_interval_s, 0.5)
+                             : config_.crawl.progress_interval_s) *
+      1000);
+  uv_timer_start(
+      &progress_timer_,
+      [](uv_timer_t* t) { static_cast<Impl*>(t->data)->Progress(false); },
+      std::max<uint64_t>(period_ms, 50), std::max<uint64_t>(period_ms, 50));
+
+  Pump();
+  uv_run(&loop_, UV_RUN_DEFAULT);
+
+  if (Status s = warc_->Close(); !s.ok()) {
+    log_.Write(Level::kError, "warc_close_failed", {{"error", s.ToString()}});
+    Count("store_error");
+  }
+  Progress(true);
+
+  CrawlSummary summary;
+  summary.pages = pages_;
+  summary.robots_fetches = robots_fetches_;
+  summary.bytes = bytes_;
+  summary.seconds = (MonotonicUs() - start_us_) / 1e6;
+  summary.queued_left = frontier_->queued();
+  summary.stop_reason = stop_reason_.empty() ? "done" : stop_reason_;
+  summary.counts = counts_;
+  log_.Write(
+      Level::kInfo, "crawl_end",
+      {{"pages", std::to_string(pages_)}, {"reason", summary.stop_reason}});
+  log_.Flush();
+  return summary;
+}
+
+void Worker::Impl::Pump() {
+  if (finished_) return;
+  const int64_t now = MonotonicUs();
+  if (!stopping_ && config_.crawl.max_duration_s > 0 &&
+      now - start_us_ >=
+          static_cast<int64_t>(config_.crawl.max_duration_s * 1e6)) {
+    RequestStop("max_duration");
+  }
+  const size_t max_active = static_cast<size_t>(config_.fetch.max_connections);
+  while (!stopping_ && active_ < max_active) {
+    if (config_.crawl.max_pages > 0 &&
+        pages_ + active_ >= config_.crawl.max_pages) {
+      if (active_ == 0) RequestStop("max_pages");
+      break;
+    }
+    auto ready = frontier_->Pop(now);
+    if (!ready) break;
+    Dispatch(std::move(*ready), now);
+  }
+  ArmTimer(now);
+  MaybeFinish();
+}
+
+void Worker::Impl::ArmTimer(int64_t now_us) {
+  if (stopping_) {
+    uv_timer_stop(&pump_timer_);
+    return;
+  }
+  int64_t next = frontier_->NextReadyUs();
+  const bool saturated =
+      active_ >= static_cast<size_t>(config_.fetch.max_connections) ||
+      (config_.crawl.max_pages > 0 &&
+       pages_ + active_ >= config_.crawl.max_pages);
+  if (next == INT64_MAX || saturated) {
+    // Nothing to wait for, or no slot free: the next completion pumps.
+    uv_timer_stop(&pump_timer_);
+    return;
+  }
+  // Round up to the next millisecond, and never 0: libuv runs a timer that
+  // is re-armed with 0 inside its own callback again in the same pass,
+  // which would starve all I/O.
+  int64_t wait_ms = next > now_us ? (next - now_us + 999) / 1000 : 1;
+  uv_timer_start(
+      &pump_timer_, [](uv_timer_t* t) { static_cast<Impl*>(t->data)->Pump(); },
+      static_cast<uint64_t>(wait_ms), 0);
+}
+
+void Worker::Impl::Dispatch(frontier::Frontier::Ready ready, int64_t now_us) {
+  HostState& hs = hosts_[ready.host_key];
+  const bool need_robots = config_.politeness.respect_robots &&
+                           (hs.robots != HostState::Robots::kReady ||
+                            now_us >= hs.robots_expires_us);
+  if (need_robots) {
+    // The slot Pop gave us is used for robots.txt; the page waits at the
+    // head of its queue and comes out again after the politeness delay.
+    frontier_->PushFront(ready.host_key, ready.item);
+    auto job = std::make_shared<Job>();
+    job->host_key = ready.host_key;
+    job->is_robots = true;
+    job->fetch_url = ready.host_key + "/robots.txt";
+    ++active_;
+    StartFetch(std::move(job));
+    return;
+  }
+  if (hs.rules.has_value()) {
+    auto parsed = url::Parse(ready.item.url);
+    if (parsed.ok() && !hs.rules->Allowed(parsed->path_and_query())) {
+      Count("robots_disallowed");
+      log_.Write(Level::kDebug, "robots_disallowed", {{"url", ready.item.url}});
+      frontier_->Release(ready.host_key);
+      return;
+    }
+  }
+  auto job = std::make_shared<Job>();
+  job->host_key = std::move(ready.host_key);
+  job->fetch_url = ready.item.url;
+  job->item = std::move(ready.item);
+  ++active_;
+  StartFetch(std::move(job));
+}
+
+void Worker::Impl::StartFetch(std::shared_ptr<Job> job) {
+  job->started_us = MonotonicUs();
+  auto parsed = url::Parse(job->fetch_url);
+  if (!parsed.ok()) {
+    // Only canonical URLs enter the frontier, so this is a bug, not input.
+    Count("invalid_url");
+    FinishJob(*job, {frontier::Outcome::kSuccess, 0, -1});
+    return;
+  }
+  std::string host(parsed->host());
+  resolver_->Resolve(host, [this, job](Result<dns::Answer> answer) {
+    OnResolved(job, std::move(answer));
+  });
+}
+
+void Worker::Impl::OnResolved(std::shared_ptr<Job> job,
+                              Result<dns::Answer> answer) {
+  if (finished_) return;
+  if (!answer.ok() || answer->addresses.empty()) {
+    const Status s =
+        answer.ok() ? Status::NotFound("no address") : answer.status();
+    const char* cls = s.code() == Status::Code::kFailedPrecondition
+                          ? "blocked_private"
+                          : "dns";
+    Count(cls);
+    log_.Write(
+        Level::kWarn, "fetch_error",
+        {{"url", job->fetch_url}, {"class", cls}, {"error", s.ToString()}});
+    if (job->is_robots) {
+      // The page that waits behind robots.txt cannot be fetched either.
+      hosts_[job->host_key].robots = HostState::Robots::kFailing;
+    }
+    FinishJob(*job, {frontier::Outcome::kNetworkError, 0, -1});
+    return;
+  }
+  fetcher::Request req;
+  req.url = job->fetch_url;
+  req.ip = answer->addresses.front();
+  fetcher_->Submit(std::move(req), [this, job](fetcher::Response&& r) {
+    if (finished_) return;
+    if (job->is_robots) {
+      OnRobotsResponse(job, std::move(r));
+    } else {
+      OnResponse(job, std::move(r));
+    }
+  });
+}
+
+void Worker::Impl::FinishJob(const Job& job,
+                             const frontier::Completion& completion) {
+  frontier_->Complete(job.host_key, MonotonicUs(), completion);
+  if (active_ > 0) --active_;
+  Pump();
+}
+
+void Worker::Impl::Record(const Job& job, const fetcher::Response& response) {
+  store::FetchRecord rec;
+  rec.target_uri = job.fetch_url;
+  rec.ip = response.ip;
+  rec.fetch_time_us = response.start_us;
+  rec.request_head = response.request_head;
+  rec.response_head = response.response_head;
+  rec.body = &response.body;
+  if (response.truncated) {
+    rec.truncated =
+        response.error == fetcher::ErrorClass::kTimeout ? "time" : "length";
+  }
+  auto written = warc_->WriteExchange(rec);
+  if (!written.ok()) {
+    Count("store_error");
+    log_.Write(
+        Level::kError, "warc_write_failed",
+        {{"url", job.fetch_url}, {"error", written.status().ToString()}});
+    // A crawler that cannot record what it fetches must not go on fetching.
+    RequestStop("store_error");
+  }
+}
+
+void Worker::Impl::OnRobotsResponse(std::shared_ptr<Job> job,
+                                    fetcher::Response&& response) {
+  ++robots_fetches_;
+  HostState& hs = hosts_[job->host_key];
+  const int64_t now = MonotonicUs();
+  const int64_t rtt = now - job->started_us;
+  const int status = response.status_code;
+  if (status > 0) Record(*job, response);
+
+  if (status >= 300 && status < 400 && job->robots_hops < 5) {
+    // RFC 9309 2.3.1.2: follow at least five redirects for robots.txt.
+    auto base = url::Parse(job->fetch_url);
+    std::string location = response.Header("Location");
+    if (base.ok() && !location.empty()) {
+      auto target = url::Parse(location, &base.value());
+      if (target.ok() && target->is_http()) {
+        auto next = std::make_shared<Job>(*job);
+        next->fetch_url = std::string(target->href());
+        next->robots_hops++;
+        StartFetch(std::move(next));
+        return;
+      }
+    }
+  }
+  frontier::Completion done{frontier::Outcome::kSuccess, rtt, -1};
+  const int64_t ttl_us = config_.politeness.robots_ttl_s * 1000000;
+  if (status >= 200 && status < 300) {
+    bool capped = false;
+    auto body = fetcher::DecodeBody(response, 500 * 1024, &capped);
+    hs.rules = robots::Rules::Parse(body.ok() ? *body : std::string(),
+                                    config_.crawl.robots_token);
+    hs.robots = HostState::Robots::kReady;
+    hs.robots_expires_us = now + ttl_us;
+    if (auto delay = hs.rules->crawl_delay_seconds()) {
+      // Clamp before the cast: a hostile "Crawl-delay: 1e300" must not be
+      // undefined behaviour; the frontier caps it at max_crawl_delay.
+      const double capped_s = std::clamp(*delay, 0.0, 86400.0);
+      frontier_->SetCrawlDelay(job->host_key,
+                               static_cast<int64_t>(capped_s * 1e6));
+    }
+  } else if (status >= 400 && status < 500) {
+    // RFC 9309 2.3.1.3: "unavailable" robots.txt: crawl without rules.
+    hs.rules = robots::Rules::AllowAll();
+    hs.robots = HostState::Robots::kReady;
+    hs.robots_expires_us = now + ttl_us;
+  } else {
+    // 5xx, network error, or too many redirects: RFC 9309 2.3.1.4
+    // "unreachable": assume complete disallow and retry with backoff.
+    hs.robots = HostState::Robots::kFailing;
+    std::string cls = status >= 500 ? "robots_5xx"
+                      : status > 0  ? "robots_redirects"
+                                    : "robots_unreachable";
+    Count(cls);
+    if (status == 0) {
+      // The host is unreachable for pages too: count the network class.
+      const std::string net(fetcher::ErrorClassName(response.error));
+      Count(net);
+      log_.Write(Level::kWarn, "fetch_error",
+                 {{"url", job->fetch_url},
+                  {"class", net},
+                  {"error", response.error_message}});
+    }
+    log_.Write(Level::kWarn, "robots_unavailable",
+               {{"host", job->host_key},
+                {"status", std::to_string(status)},
+                {"error", response.error_message}});
+    done.outcome = status >= 500 ? frontier::Outcome::kServerError
+                                 : frontier::Outcome::kNetworkError;
+  }
+  FinishJob(*job, done);
+}
+
+void Worker::Impl::OnResponse(std::shared_ptr<Job> job,
+                              fetcher::Response&& response) {
+  const int64_t now = MonotonicUs();
+  const int64_t rtt = now - job->started_us;
+  const int status = response.status_code;
+  frontier::Completion done{frontier::Outcome::kSuccess, rtt, -1};
+
+  if (status == 0) {
+    const std::string cls(fetcher::ErrorClassName(response.error));
+    Count(cls);
+    log_.Write(Level::kWarn, "fetch_error",
+               {{"url", job->fetch_url},
+                {"class", cls},
+                {"error", response.error_message}});
+    done.outcome = frontier::Outcome::kNetworkError;
+    FinishJob(*job, done);
+    return;
+  }
+
+  ++pages_;
+  bytes_ += response.body.size();
+  Record(*job, response);
+  if (response.error != fetcher::ErrorClass::kNone) {
+    // A response arrived but the transfer was cut (cap, slow body): it is
+    // recorded as truncated and counted; its links are still used.
+    Count(std::string(fetcher::ErrorClassName(response.error)));
+    log_.Write(Level::kWarn, "fetch_truncated",
+               {{"url", job->fetch_url},
+                {"class", std::string(fetcher::ErrorClassName(response.error))},
+                {"error", response.error_message}});
+  }
+
+  if (status == 429 || status == 503) {
+    Count(status == 429 ? "http_429" : "http_503");
+    done.outcome = frontier::Outcome::kRetryLater;
+    done.retry_after_us =
+        ParseRetryAfter(response.Header("Retry-After"), time(nullptr));
+    int& tries = retries_[job->item.fingerprint];
+    if (++tries <= 3) {
+      frontier_->PushFront(job->host_key, job->item);
+    } else {
+      Count("retries_exhausted");
+    }
+    FinishJob(*job, done);
+    return;
+  }
+  if (status >= 500) {
+    Count("http_5xx");
+    done.outcome = frontier::Outcome::kServerError;
+  } else if (status >= 400) {
+    Count("http_4xx");
+  } else if (status >= 300 && status < 400) {
+    HandleRedirect(*job, response);
+  } else if (status >= 200 && status < 300) {
+    ParseAndEnqueue(*job, response);
+  }
+  FinishJob(*job, done);
+}
+
+void Worker::Impl::HandleRedirect(const Job& job,
+                                  const fetcher::Response& response) {
+  std::string location = response.Header("Location");
+  if (location.empty()) return;
+  if (job.item.redirects >= config_.fetch.max_redirects) {
+    Count("too_many_redirects");
+    log_.Write(Level::kWarn, "too_many_redirects", {{"url", job.fetch_url}});
+    return;
+  }
+  auto base = url::Parse(job.fetch_url);
+  if (!base.ok()) return;
+  auto target = canonicalizer_.Canonicalize(location, &base.value());
+  if (!target.ok()) {
+    Count("invalid_url");
+    return;
+  }
+  const uint64_t fp = url::Fingerprint(target->href());
+  // A redirect to a URL already on this redirect chain is a loop.
+  for (uint64_t cur = job.item.fingerprint, hops = 0; hops <= 32; ++hops) {
+    if (cur == fp) {
+      Count("redirect_loop");
+      log_.Write(Level::kWarn, "redirect_loop",
+                 {{"url", job.fetch_url}, {"location", location}});
+      return;
+    }
+    auto it = redirect_parent_.find(cur);
+    if (it == redirect_parent_.end()) break;
+    cur = it->second;
+  }
+  Enqueue(target->href(), job.item.depth,
+          static_cast<uint8_t>(job.item.redirects + 1), job.item.credit,
+          job.item.fingerprint);
+}
+
+void Worker::Impl::ParseAndEnqueue(const Job& job,
+                                   const fetcher::Response& response) {
+  std::string content_type = response.Header("Content-Type");
+  if (!content_type.empty() && !IContains(content_type, "html")) {
+    return;  // archived, not parsed
+  }
+  bool capped = false;
+  auto body = fetcher::DecodeBody(response, 8u << 20, &capped);
+  if (!body.ok()) {
+    Count("decode_error");
+    log_.Write(Level::kWarn, "decode_error",
+               {{"url", job.fetch_url}, {"error", body.status().ToString()}});
+    return;
+  }
+  if (capped) Count("decode_capped");
+  if (content_type.empty()) {
+    // No header: parse only what looks like markup.
+    std::string_view b = *body;
+    size_t i = b.find_first_not_of(" \t\r\n");
+    if (i == std::string_view::npos || b[i] != '<') return;
+  }
+  auto doc_url = url::Parse(job.fetch_url);
+  if (!doc_url.ok()) return;
+  parser::Page page = extractor_.Extract(*body, content_type, doc_url.value(),
+                                         config_.crawl.robots_token);
+  if (page.invalid_links > 0) Count("invalid_url", page.invalid_links);
+  if (page.meta_nofollow) {
+    Count("meta_nofollow_pages");
+    return;
+  }
+  const uint16_t depth = static_cast<uint16_t>(job.item.depth + 1);
+  if (config_.crawl.max_depth > 0 && depth > config_.crawl.max_depth) {
+    Count("max_depth", page.links.size());
+    return;
+  }
+  for (const parser::Link& link : page.links) {
+    if (link.nofollow) {
+      Count("nofollow_links");
+      continue;
+    }
+    Enqueue(link.url, depth, 0, 1.0, 0);
+  }
+}
+
+bool Worker::Impl::Enqueue(std::string_view url_text, uint16_t depth,
+                           uint8_t redirects, double credit,
+                           uint64_t redirect_parent) {
+  auto canon = canonicalizer_.Canonicalize(url_text);
+  if (!canon.ok()) {
+    Count("invalid_url");
+    return false;
+  }
+  if (!canon->is_http()) return false;
+  const uint64_t fp = url::Fingerprint(canon->href());
+  if (!seen_->InsertIfNew(fp)) return false;
+  if (redirect_parent != 0) redirect_parent_[fp] = redirect_parent;
+  frontier::Item item;
+  item.url = std::string(canon->href());
+  item.fingerprint = fp;
+  item.depth = depth;
+  item.redirects = redirects;
+  item.credit = credit;
+  if (!frontier_->Push(canon->origin_key(), std::move(item))) {
+    Count("retired_host_drops");
+    return false;
+  }
+  return true;
+}
+
+void Worker::Impl::Progress(bool final_line) {
+  if (options_.progress == nullptr) return;
+  const int64_t now = MonotonicUs();
+  const double dt = std::max<int64_t>(1, now - last_progress_us_) / 1e6;
+  const double elapsed = std::max<int64_t>(1, now - start_us_) / 1e6;
+  const double rate =
+      final_line ? pages_ / elapsed : (pages_ - last_pages_) / dt;
+  last_pages_ = pages_;
+  last_progress_us_ = now;
+  uint64_t errors = 0;
+  for (const auto& [k, v] : counts_) {
+    if (k != "robots_disallowed" && k != "nofollow_links" &&
+        k != "meta_nofollow_pages" && k != "max_depth") {
+      errors += v;
+    }
+  }
+  char line[256];
+  snprintf(line, sizeof(line),
+           "pages %" PRIu64
+           " | %.1f/s | queued %zu | hosts %zu (active %zu) "
+           "| errors %" PRIu64 " | %s | %.0fs",
+           pages_, rate, frontier_->queued(), frontier_->hosts(), active_,
+           errors, FormatBytes(bytes_).c_str(), elapsed);
+  if (options_.progress_tty) {
+    fprintf(options_.progress, "\r\033[K%s%s", line, final_line ? "\n" : "");
+  } else {
+    fprintf(options_.progress, "%s\n", line);
+  }
+  fflush(options_.progress);
+  log_.Flush();
+}
+
+void Worker::Impl::RequestStop(const std::string& reason) {
+  if (stopping_) return;
+  stopping_ = true;
+  stop_reason_ = reason;
+  log_.Write(Level::kInfo, "stopping", {{"reason", reason}});
+  uv_timer_stop(&pump_timer_);
+  if (reason.rfind("signal", 0) == 0) {
+    // Abort what is in flight: each callback runs with kAborted and is not
+    // recorded; those URLs are fetched again on resume (next issue).
+    fetcher_->Shutdown();
+  }
+  MaybeFinish();
+}
+
+void Worker::Impl::MaybeFinish() {
+  if (finished_ || active_ > 0) return;
+  if (!stopping_ && !frontier_->Idle()) return;
+  if (!stopping_) {
+    stopping_ = true;
+    stop_reason_ = "done";
+  }
+  finished_ = true;
+  CloseAll();
+}
+
+void Worker::Impl::CloseAll() {
+  if (!handles_open_) return;
+  handles_open_ = false;
+  fetcher_->Shutdown();
+  resolver_->Shutdown();
+  uv_close(reinterpret_cast<uv_handle_t*>(&pump_timer_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&progress_timer_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&sigint_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&sigterm_), nullptr);
+}
+
+// ---------------------------------------------------------------------------
+
+std::string CrawlSummary::ToText() const {
+  char head[256];
+  snprintf(head, sizeof(head),
+           "crawl %s: %" PRIu64
+           " pages, %s, %.1f s, %.1f pages/s, "
+           "%" PRIu64 " robots.txt fetches, %" PRIu64 " URLs left queued\n",
+           stop_reason.c_str(), pages, FormatBytes(bytes).c_str(), seconds,
+           seconds > 0 ? pages / seconds : 0.0, robots_fetches, queued_left);
+  std::string out = head;
+  if (!counts.empty()) {
+    out += "counts:";
+    for (const auto& [k, v] : counts) {
+      out += " " + k + "=" + std::to_string(v);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string CrawlSummary::ToJson() const {
+  std::string out = "{\"stop_reason\":";
+  AppendJsonString(&out, stop_reason);
+  char nums[256];
+  snprintf(nums, sizeof(nums),
+           ",\"pages\":%" PRIu64 ",\"robots_fetches\":%" PRIu64
+           ",\"bytes\":%" PRIu64 ",\"seconds\":%.3f,\"queued_left\":%" PRIu64,
+           pages, robots_fetches, bytes, seconds, queued_left);
+  out += nums;
+  out += ",\"counts\":{";
+  bool first = true;
+  for (const auto& [k, v] : counts) {
+    if (!first) out += ",";
+    first = false;
+    AppendJsonString(&out, k);
+    out += ":" + std::to_string(v);
+  }
+  out += "}}\n";
+  return out;
+}
+
+Worker::Worker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Worker::~Worker() = default;
+
+Result<std::unique_ptr<Worker>> Worker::Create(const WorkerOptions& options) {
+  auto impl = std::make_unique<Impl>(options);
+  if (Status s = impl->Init(); !s.ok()) return s;
+  return std::unique_ptr<Worker>(new Worker(std::move(impl)));
+}
+
+Result<CrawlSummary> Worker::Run() { return impl_->Run(); }
+
+}  // namespace crawld::daemon

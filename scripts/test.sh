@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine, builds crawld and runs the whole test
+# suite: unit, integration (webfarm + dnsmasq on loopback), seeded fuzz
+# drivers under ASan/UBSan with warnings as errors; then every fuzz target
+# under libFuzzer (clang) for a bounded time; then builds the benchmarks in
+# Release and smoke-runs them. Exits non-zero on the first failure.
+#
+# Knobs: JOBS (parallel build/test jobs, default: nproc),
+#        FUZZ_SECONDS (per libFuzzer target, default 20),
+#        SKIP_FUZZ=1, SKIP_BENCH=1 to leave those stages out locally.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+JOBS=${JOBS:-$(nproc)}
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+
+bash scripts/setup.sh
+
+echo "== build: ASan+UBSan, -Werror (build/test)"
+cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DCRAWLD_SANITIZE=ON -DCRAWLD_WERROR=ON >/dev/null
+cmake --build build/test -j "$JOBS"
+
+echo "== tests: unit, integration, fuzz drivers"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+(cd build/test && ctest --output-on-failure -j "$JOBS" --timeout 900)
+
+if [ "${SKIP_FUZZ:-0}" != 1 ]; then
+  echo "== fuzz: libFuzzer, ${FUZZ_SECONDS}s per target (build/fuzz)"
+  CC=clang-16 CXX=clang++-16 cmake -S . -B build/fuzz -G Ninja \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCRAWLD_FUZZ=ON -DCRAWLD_TESTS=OFF \
+    -DCRAWLD_WERROR=ON >/dev/null
+  fuzzers=$(cd tests/fuzz && ls ./*_fuzz.cc 2>/dev/null | sed 's|./||; s|\.cc$||')
+  # shellcheck disable=SC2086
+  cmake --build build/fuzz -j "$JOBS" --target $fuzzers
+  for f in $fuzzers; do
+    corpus=$(mktemp -d)
+    cp -r "tests/fuzz/corpus/$f/." "$corpus/" 2>/dev/null || true
+    dict=()
+    for d in "tests/fuzz/${f%_fuzz}.dict" "tests/fuzz/$f.dict"; do
+      [ -f "$d" ] && dict=(-dict="$d")
+    done
+    echo "-- $f"
+    "build/fuzz/tests/fuzz/$f" -max_total_time="$FUZZ_SECONDS" \
+      -max_len=65536 -rss_limit_mb=2048 -print_final_stats=0 \
+      "${dict[@]}" "$corpus" 2>&1 | tail -n 3
+    rm -rf "$corpus"
+  done
+fi
+
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+  echo "== benchmarks: Release build and smoke run (build/bench)"
+  cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCRAWLD_BENCHMARKS=ON -DCRAWLD_TESTS=OFF -DCRAWLD_WERROR=ON >/dev/null
+  cmake --build build/bench -j "$JOBS"
+  for b in build/bench/bench/*_bench; do
+    [ -x "$b" ] || continue
+    echo "-- $(basename "$b")"
+    "$b" --benchmark_min_time=0.01 >/dev/null
+  done
+fi
+
+echo "== all tests passed"

@@ -1,0 +1,147 @@
+"""Helpers for tests that run crawld against the webfarm.
+
+Everything here judges the crawler from the outside: the webfarm's request
+log, the WARC files (parsed here independently of crawld's own reader), and
+crawld's exit code and summary.
+"""
+import gzip
+import json
+import os
+import subprocess
+import tempfile
+import zlib
+
+import harness
+
+
+def crawl_config(dns_server, data_dir, **overrides):
+    """A crawld TOML config for a loopback test crawl.
+
+    overrides: {"politeness.min_delay_ms": 0, ...} (dotted table.key).
+    """
+    values = {
+        "crawl.user_agent": "crawld-test/0.1 (+http://127.0.0.1/contact)",
+        "crawl.data_dir": data_dir,
+        "crawl.progress_interval_s": 1.0,
+        "fetch.connect_timeout_ms": 2000,
+        "fetch.total_timeout_ms": 5000,
+        "fetch.max_connections": 32,
+        "politeness.min_delay_ms": 0,
+        "politeness.delay_factor": 0.0,
+        "dns.servers": [dns_server],
+        "dns.timeout_ms": 1000,
+        "network.allow_private": True,
+    }
+    values.update(overrides)
+    tables = {}
+    for key, value in values.items():
+        table, name = key.split(".", 1)
+        tables.setdefault(table, {})[name] = value
+    lines = []
+    for table, kv in tables.items():
+        lines.append(f"[{table}]")
+        for name, value in kv.items():
+            lines.append(f"{name} = {toml_value(value)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def toml_value(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    raise TypeError(value)
+
+
+class CrawlResult:
+    def __init__(self, proc, data_dir):
+        self.returncode = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.data_dir = data_dir
+        path = os.path.join(data_dir, "summary.json")
+        self.summary = None
+        if os.path.exists(path):
+            with open(path) as f:
+                self.summary = json.load(f)
+
+    def count(self, name):
+        return (self.summary or {}).get("counts", {}).get(name, 0)
+
+    def warc_files(self):
+        warc_dir = os.path.join(self.data_dir, "warc")
+        if not os.path.isdir(warc_dir):
+            return []
+        return sorted(os.path.join(warc_dir, f) for f in os.listdir(warc_dir)
+                      if f.endswith(".warc.gz"))
+
+    def records(self):
+        out = []
+        for path in self.warc_files():
+            out.extend(read_warc(path))
+        return out
+
+    def response_uris(self, include_robots=False):
+        uris = [r["headers"].get("warc-target-uri") for r in self.records()
+                if r["headers"].get("warc-type") == "response"]
+        if not include_robots:
+            uris = [u for u in uris if not u.endswith("/robots.txt")]
+        return uris
+
+
+def run_crawl(farm, dns, timeout=300, seeds_file=None, extra_args=(),
+              data_dir=None, **overrides):
+    """Runs crawld to completion against farm; returns a CrawlResult."""
+    if data_dir is None:
+        data_dir = tempfile.mkdtemp(prefix="crawld-data-")
+    config_path = os.path.join(data_dir, "test-config.toml")
+    with open(config_path, "w") as f:
+        f.write(crawl_config(dns.server, data_dir, **overrides))
+    cmd = [harness.binary("crawld"), "--config", config_path,
+           "--seeds", seeds_file or farm.seeds_file, *extra_args]
+    proc = subprocess.run(cmd, capture_output=True, text=True,
+                          timeout=timeout)
+    return CrawlResult(proc, data_dir)
+
+
+def read_warc(path):
+    """Parses a .warc.gz file record by record (independent of crawld)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    data = b""
+    # Each record is its own gzip member: inflate member by member.
+    while raw:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        data += d.decompress(raw)
+        raw = d.unused_data
+        if not d.eof:
+            raise ValueError(f"{path}: truncated gzip member")
+    records = []
+    pos = 0
+    while pos < len(data):
+        end = data.index(b"\r\n\r\n", pos)
+        head = data[pos:end].decode("utf-8", "replace").split("\r\n")
+        if not head[0].startswith("WARC/"):
+            raise ValueError(f"{path}: bad version line {head[0]!r}")
+        headers = {}
+        for line in head[1:]:
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+        length = int(headers["content-length"])
+        block = data[end + 4:end + 4 + length]
+        if data[end + 4 + length:end + 8 + length] != b"\r\n\r\n":
+            raise ValueError(f"{path}: record not followed by CRLFCRLF")
+        records.append({"headers": headers, "block": block})
+        pos = end + 8 + length
+    return records
+
+
+def crawlctl(*args, input_text=None, timeout=120):
+    return subprocess.run([harness.binary("crawlctl"), *args],
+                          capture_output=True, text=True, input=input_text,
+                          timeout=timeout)
