@@ -76,7 +76,7 @@ void EventLog::Write(Level level, std::string_view event,
   gettimeofday(&tv, nullptr);
   struct tm tm;
   gmtime_r(&tv.tv_sec, &tm);
-  char ts[40];
+  char ts[96];
   snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ",
            tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
            tm.tm_sec, static_cast<long>(tv.tv_usec));

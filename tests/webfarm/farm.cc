@@ -719,7 +719,7 @@ void Site::Links(int host, const Route& r, std::vector<Link>* links,
     }
     case Kind::kCalendar: {
       int64_t y = r.a, mo = r.b;
-      char buf[32];
+      char buf[64];
       int64_t py = mo == 1 ? y - 1 : y, pm = mo == 1 ? 12 : mo - 1;
       int64_t ny = mo == 12 ? y + 1 : y, nm = mo == 12 ? 1 : mo + 1;
       if (py >= 1000) {
