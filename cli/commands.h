@@ -14,6 +14,7 @@ int RunUrlCommand(int argc, char** argv);     // url resolve | url canon
 int RunLinksCommand(int argc, char** argv);   // links --base URL
 int RunRobotsCommand(int argc, char** argv);  // robots check | robots show
 int RunWarcCommand(int argc, char** argv);    // warc verify | ls | get
+int RunFilterCommand(int argc, char** argv);  // filter test --rules FILE
 
 }  // namespace crawld::cli
 

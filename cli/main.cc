@@ -28,6 +28,10 @@ constexpr Group kGroups[] = {
     {"robots", "check URLs against a robots.txt",
      crawld::cli::RunRobotsCommand},
 #endif
+#ifdef CRAWLD_HAVE_CMD_FILTER
+    {"filter", "test URLs against a filter rules file",
+     crawld::cli::RunFilterCommand},
+#endif
 #ifdef CRAWLD_HAVE_CMD_WARC
     {"warc", "verify and list WARC files", crawld::cli::RunWarcCommand},
 #endif
