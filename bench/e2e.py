@@ -73,6 +73,7 @@ seeds = "all"
             result = crawl_util.CrawlResult(
                 subprocess.CompletedProcess(cmd, 0, out, ""), data)
             fetched = result.summary["pages"]
+            print("counts:", result.summary["counts"])
             cpu = usage.ru_utime + usage.ru_stime
             floor = subprocess.run(
                 [os.path.join(build, "bench", "gumbo_floor"),

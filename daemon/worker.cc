@@ -116,6 +116,9 @@ class Worker::Impl {
   void OnResponse(std::shared_ptr<Job> job, fetcher::Response&& response);
   void OnRobotsResponse(std::shared_ptr<Job> job, fetcher::Response&& response);
   void FinishJob(const Job& job, const frontier::Completion& completion);
+  // Requeues a page after a transient failure, at most kMaxRetries times.
+  void RetryLater(const Job& job);
+  static constexpr int kMaxRetries = 3;
   void Record(const Job& job, const fetcher::Response& response);
   void HandleRedirect(const Job& job, const fetcher::Response& response);
   void ParseAndEnqueue(const Job& job, const fetcher::Response& response);
@@ -425,6 +428,10 @@ void Worker::Impl::OnResolved(std::shared_ptr<Job> job,
     if (job->is_robots) {
       // The page that waits behind robots.txt cannot be fetched either.
       hosts_[job->host_key].robots = HostState::Robots::kFailing;
+    } else if (s.code() != Status::Code::kNotFound &&
+               s.code() != Status::Code::kFailedPrecondition) {
+      // A resolver timeout or server failure is transient: try again.
+      RetryLater(*job);
     }
     FinishJob(*job, {frontier::Outcome::kNetworkError, 0, -1});
     return;
@@ -440,6 +447,19 @@ void Worker::Impl::OnResolved(std::shared_ptr<Job> job,
       OnResponse(job, std::move(r));
     }
   });
+}
+
+void Worker::Impl::RetryLater(const Job& job) {
+  // Back to the head of its host's queue: the frontier's backoff spaces the
+  // retries, and repeated failures retire the host (counted there).
+  int& tries = retries_[job.item.fingerprint];
+  if (++tries <= kMaxRetries) {
+    Count("retries");
+    frontier_->PushFront(job.host_key, job.item);
+  } else {
+    Count("retries_exhausted");
+    log_.Write(Level::kWarn, "retries_exhausted", {{"url", job.fetch_url}});
+  }
 }
 
 void Worker::Impl::FinishJob(const Job& job,
@@ -559,6 +579,11 @@ void Worker::Impl::OnResponse(std::shared_ptr<Job> job,
                 {"class", cls},
                 {"error", response.error_message}});
     done.outcome = frontier::Outcome::kNetworkError;
+    if (response.error == fetcher::ErrorClass::kConnect ||
+        response.error == fetcher::ErrorClass::kTimeout ||
+        response.error == fetcher::ErrorClass::kProtocol) {
+      RetryLater(*job);  // transient; a TLS failure is not
+    }
     FinishJob(*job, done);
     return;
   }
@@ -581,12 +606,7 @@ void Worker::Impl::OnResponse(std::shared_ptr<Job> job,
     done.outcome = frontier::Outcome::kRetryLater;
     done.retry_after_us =
         ParseRetryAfter(response.Header("Retry-After"), time(nullptr));
-    int& tries = retries_[job->item.fingerprint];
-    if (++tries <= 3) {
-      frontier_->PushFront(job->host_key, job->item);
-    } else {
-      Count("retries_exhausted");
-    }
+    RetryLater(*job);
     FinishJob(*job, done);
     return;
   }
