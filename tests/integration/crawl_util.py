@@ -113,14 +113,17 @@ def read_warc(path):
     """Parses a .warc.gz file record by record (independent of crawld)."""
     with open(path, "rb") as f:
         raw = f.read()
-    data = b""
-    # Each record is its own gzip member: inflate member by member.
-    while raw:
+    parts = []
+    # Each record is its own gzip member: inflate member by member. The
+    # pieces are joined once at the end (appending to bytes is quadratic).
+    view = memoryview(raw)
+    while len(view):
         d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        data += d.decompress(raw)
-        raw = d.unused_data
+        parts.append(d.decompress(view))
         if not d.eof:
             raise ValueError(f"{path}: truncated gzip member")
+        view = view[len(view) - len(d.unused_data):]
+    data = b"".join(parts)
     records = []
     pos = 0
     while pos < len(data):
