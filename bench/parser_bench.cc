@@ -22,33 +22,13 @@
 
 namespace {
 
-constexpr const char* kWords[] = {"crawler",
-                                  "politeness",
-                                  "frontier",
-                                  "document",
-                                  "archive",
-                                  "network",
-                                  "request",
-                                  "response",
-                                  "latency",
-                                  "robots",
-                                  "sitemap",
-                                  "index",
-                                  "search",
-                                  "the",
-                                  "of",
-                                  "and",
-                                  "a",
-                                  "to",
-                                  "in",
-                                  "is",
-                                  "for",
-                                  "on",
-                                  "with",
-                                  "as",
-                                  "caf\xC3\xA9",
-                                  "na\xC3\xAFve",
-                                  "gro\xC3\x9F"};
+constexpr const char* kWords[] = {
+    "crawler",      "politeness", "frontier", "document", "archive",
+    "network",      "request",    "response", "latency",  "robots",
+    "sitemap",      "index",      "search",   "the",      "of",
+    "and",          "a",          "to",       "in",       "is",
+    "for",          "on",         "with",     "as",       "caf\xC3\xA9",
+    "na\xC3\xAFve", "gro\xC3\x9F"};
 
 std::string Sentence(std::mt19937& rng, int words) {
   std::string s;
