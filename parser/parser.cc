@@ -205,6 +205,18 @@ class TextSink {
   bool full_ = false;
 };
 
+// Gumbo's output is not always well-formed UTF-8 even for UTF-8 input: a
+// numeric character reference that overflows (&#x2Faaaa...;) comes out as
+// stray bytes. Indexers expect UTF-8 text, so repair it here, once per field.
+void RepairUtf8(std::string* s, size_t cap) {
+  if (internal::IsValidUtf8(*s, false)) return;
+  std::string fixed;
+  fixed.reserve(s->size() + 8);
+  internal::AppendSanitizedUtf8(*s, &fixed);
+  fixed.resize(internal::Utf8Boundary(fixed, std::min(cap, fixed.size())));
+  s->swap(fixed);
+}
+
 struct RawLink {
   std::string_view href;  // points into the Gumbo tree
   LinkKind kind;
@@ -493,6 +505,10 @@ void Extractor::ExtractInto(std::string_view body,
       }
     }
   }
+
+  RepairUtf8(&page->text, options_.max_text_bytes);
+  RepairUtf8(&page->title, options_.max_text_bytes);
+  RepairUtf8(&page->lang, options_.max_text_bytes);
 
   // The base applies to every link, including those before it in the tree
   // (links are resolved after parsing, against the frozen base URL).

@@ -42,10 +42,19 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
       [ -f "$d" ] && dict=(-dict="$d")
     done
     echo "-- $f"
-    "build/fuzz/tests/fuzz/$f" -max_total_time="$FUZZ_SECONDS" \
+    log="$corpus.log"
+    # A finding prints the invariant, the stack and the input (base64); keep
+    # all of it on failure so CI's log says what broke.
+    if ! "build/fuzz/tests/fuzz/$f" -max_total_time="$FUZZ_SECONDS" \
       -max_len=65536 -rss_limit_mb=2048 -print_final_stats=0 \
-      "${dict[@]}" "$corpus" 2>&1 | tail -n 3
-    rm -rf "$corpus"
+      -artifact_prefix="$corpus/" "${dict[@]}" "$corpus" >"$log" 2>&1; then
+      grep -a -v '^#[0-9]' "$log" | tail -n 60
+      echo "!! $f found a failing input; add it to tests/fuzz/corpus/$f/"
+      rm -rf "$corpus" "$log"
+      exit 1
+    fi
+    tail -n 1 "$log"
+    rm -rf "$corpus" "$log"
   done
 fi
 

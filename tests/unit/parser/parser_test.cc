@@ -313,6 +313,17 @@ TEST(Crawld, TextDisabledAndCapped) {
   EXPECT_EQ(q.text, "h\xC3\xA9llo");
 }
 
+TEST(Crawld, TextAndTitleAreUtf8EvenWhenGumboIsNot) {
+  // Gumbo turns an overflowing numeric character reference into stray
+  // bytes; the spec (and the indexer) want U+FFFD. Found by links_fuzz.
+  const std::string ref = "&#x2F" + std::string(120, 'a') + ";";
+  Page p = ExtractHtml("<title>t" + ref + "</title><p>a" + ref + "b</p>");
+  EXPECT_EQ(p.text,
+            "a\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(p.title, "t\xEF\xBF\xBD");
+}
+
 // --- encodings --------------------------------------------------------------
 
 TEST(Encoding, Windows1252ViaHeader) {
