@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -18,7 +19,8 @@ struct Rules::Rule {
   bool allow = false;
   int line = 0;
   bool from_override = false;
-  std::string text;  // "Disallow: /x", for Verdict
+  std::string text;    // "Disallow: /x", for Verdict
+  std::string origin;  // AddDisallow's origin, e.g. "overrides.conf:3"
 };
 
 namespace {
@@ -184,15 +186,18 @@ class Rules::Parser {
   }
 
   Rules Finish() && {
+    out_.product_token_ = token_;
     std::vector<Rule>* chosen = nullptr;
     if (ever_specific_) {
       out_.group_ = Group::kSpecific;
       chosen = &specific_;
       out_.crawl_delay_ = specific_delay_;
+      out_.group_agents_ = std::move(specific_agents_);
     } else if (ever_global_) {
       out_.group_ = Group::kGlobal;
       chosen = &global_;
       out_.crawl_delay_ = global_delay_;
+      out_.group_agents_ = std::move(global_agents_);
     }
     if (chosen != nullptr) {
       std::stable_sort(
@@ -290,6 +295,7 @@ class Rules::Parser {
     if (!value.empty() && value[0] == '*' &&
         (value.size() == 1 || IsSpace(value[1]))) {
       cur_global_ = ever_global_ = true;
+      global_agents_.push_back(AgentLine(line, value));
       return;
     }
     const std::string_view agent = ExtractAgent(value);
@@ -298,7 +304,12 @@ class Rules::Parser {
                          "\" is not a product token");
     } else if (!token_.empty() && EqualsIgnoreCase(agent, token_)) {
       cur_specific_ = ever_specific_ = true;
+      specific_agents_.push_back(AgentLine(line, value));
     }
+  }
+
+  static std::string AgentLine(int line, std::string_view value) {
+    return "line " + std::to_string(line) + ": User-agent: " + Printable(value);
   }
 
   void AllowOrDisallow(int line, bool allow, std::string_view value) {
@@ -358,6 +369,8 @@ class Rules::Parser {
   std::vector<Rule> global_;
   std::optional<double> specific_delay_;
   std::optional<double> global_delay_;
+  std::vector<std::string> specific_agents_;  // for Rules::group_agents()
+  std::vector<std::string> global_agents_;
 
   bool in_agent_run_ = false;  // the last group record was a user-agent line
   bool cur_specific_ = false;  // the current group names us
@@ -394,7 +407,9 @@ Rules Rules::DisallowAll() {
 
 size_t Rules::rule_count() const { return rules_.size(); }
 
-void Rules::AddDisallow(std::string_view pattern) {
+void Rules::AddDisallow(std::string_view pattern) { AddDisallow(pattern, {}); }
+
+void Rules::AddDisallow(std::string_view pattern, std::string_view origin) {
   pattern = Trim(pattern);
   if (pattern.empty()) return;
   Rule rule;
@@ -405,6 +420,7 @@ void Rules::AddDisallow(std::string_view pattern) {
   }
   rule.from_override = true;
   rule.text = "Disallow: " + std::string(pattern);
+  rule.origin = std::string(origin);
   AddRule(std::move(rule));
 }
 
@@ -443,8 +459,67 @@ Verdict Rules::Check(std::string_view path_and_query) const {
     v.line = rule->line;
     v.rule = rule->text;
     v.from_override = rule->from_override;
+    v.origin = rule->origin;
   }
   return v;
+}
+
+std::string Rules::Describe() const {
+  // Rule texts and sitemaps are bytes from a hostile file on an operator's
+  // terminal: no control characters.
+  auto clean = [](std::string_view s) {
+    std::string out(s);
+    for (char& c : out) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u == 0x7F) c = '?';
+    }
+    return out;
+  };
+  std::string out = "group: ";
+  const std::string token = "\"" + clean(product_token_) + "\"";
+  switch (group_) {
+    case Group::kSpecific:
+      out += "specific (names " + token + ")\n";
+      break;
+    case Group::kGlobal:
+      out += "* (no group names " + token + ")\n";
+      break;
+    case Group::kNone:
+      out += product_token_.empty() ? "none\n"
+                                    : "none (no group names " + token +
+                                          " and there is no \"*\" group)\n";
+      break;
+  }
+  for (const std::string& a : group_agents_) out += "  " + a + "\n";
+  if (rules_.empty()) {
+    out += "rules: none, everything is allowed\n";
+  } else {
+    out += "rules: " + std::to_string(rules_.size()) + ", first match wins\n";
+    for (const Rule& r : rules_) {
+      out += "  ";
+      if (r.from_override) {
+        out += r.origin.empty() ? "override: "
+                                : "override " + clean(r.origin) + ": ";
+      } else if (r.line > 0) {
+        out += "line " + std::to_string(r.line) + ": ";
+      }
+      out += clean(r.text) + "\n";
+    }
+  }
+  if (crawl_delay_) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", *crawl_delay_);
+    out += "crawl-delay: " + std::string(buf) + " s\n";
+  } else {
+    out += "crawl-delay: none\n";
+  }
+  if (sitemaps_.empty()) {
+    out += "sitemaps: none\n";
+  } else {
+    out += "sitemaps: " + std::to_string(sitemaps_.size()) + "\n";
+    for (const std::string& m : sitemaps_) out += "  " + clean(m) + "\n";
+  }
+  return out;
 }
 
 }  // namespace crawld::robots

@@ -115,6 +115,9 @@ struct Verdict {
   std::string rule;
   // True when the deciding rule came from AddDisallow().
   bool from_override = false;
+  // Where that override was written, as given to AddDisallow(pattern,
+  // origin), e.g. "overrides.conf:3"; empty otherwise.
+  std::string origin;
 };
 
 // The rules of one robots.txt for one product token, parsed once and matched
@@ -194,6 +197,31 @@ class Rules {
   // An empty pattern adds nothing. Its Verdict has line 0, from_override.
   // REQUIRES: no other thread uses this Rules during the call.
   void AddDisallow(std::string_view pattern);
+  // As above, and remembers `origin` (e.g. "overrides.conf:3", the override
+  // file line) for Verdict::origin and Describe().
+  void AddDisallow(std::string_view pattern, std::string_view origin);
+
+  // The user-agent lines that selected the group in force, as
+  // "line N: User-agent: value" in file order (several when groups naming
+  // us are merged); empty for Group::kNone. Same validity as sitemaps().
+  [[nodiscard]] const std::vector<std::string>& group_agents() const {
+    return group_agents_;
+  }
+
+  // The effective rules for our product token as text, for operators
+  // (`crawlctl robots show`): the group selected and its user-agent lines,
+  // then every Allow/Disallow in match-precedence order (the first one that
+  // matches decides), overrides marked with their origin, then the
+  // Crawl-delay and the sitemaps. Lines end in '\n'; bytes from the file
+  // that are control characters are shown as '?'. Example:
+  //   group: specific (names "crawld")
+  //     line 3: User-agent: crawld
+  //   rules: 2, first match wins
+  //     line 5: Allow: /private/public/
+  //     override ov.conf:2: Disallow: /tmp/
+  //   crawl-delay: 2.5 s
+  //   sitemaps: none
+  [[nodiscard]] std::string Describe() const;
 
  private:
   struct Rule;  // a compiled Allow/Disallow pattern, defined in robots.cc
@@ -211,6 +239,8 @@ class Rules {
   std::vector<std::string> diagnostics_;
   size_t diagnostic_count_ = 0;
   Group group_ = Group::kNone;
+  std::string product_token_;  // as reduced by Parse(); empty otherwise
+  std::vector<std::string> group_agents_;
 };
 
 }  // namespace crawld::robots

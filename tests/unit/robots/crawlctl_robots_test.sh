@@ -52,9 +52,13 @@ check "missing file" 2 $?
 check "missing --robots" 2 $?
 "$crawlctl" robots check --help > /dev/null
 check "check --help" 0 $?
-"$crawlctl" robots show https://example.com/ 2> "$dir/err"
-check "show" 2 $?
-grep -q 'robots show: not available in this build' "$dir/err" || { echo "FAIL show message"; fail=1; }
+"$crawlctl" robots show 2> "$dir/err"
+check "show without URL" 2 $?
+grep -q '^robots show: a URL is required$' "$dir/err" || { echo "FAIL show message"; fail=1; }
+# Loopback is refused before any connection is made (no server needed).
+out=$("$crawlctl" robots show http://127.0.0.1:9/x --timeout-ms 2000)
+check "show private" 0 $?
+[ "$(echo "$out" | sed -n 2p)" = "outcome: disallow all (unreachable: private address blocked: 127.0.0.1; see --allow-private)" ] || { echo "FAIL show private outcome: $out"; fail=1; }
 "$crawlctl" robots show --help > /dev/null
 check "show --help" 0 $?
 "$crawlctl" robots bogus 2>/dev/null
