@@ -2,63 +2,24 @@
 
 #include <xxhash.h>
 
-#include <algorithm>
-#include <cmath>
+#include "dedupe/bloom_internal.h"
 
 namespace crawld::dedupe {
 namespace {
 
-// MurmurHash3's 64-bit finalizer: a bijection with full avalanche, so even
-// sequential fingerprints (tests, synthetic seeds) spread over the table.
-uint64_t Mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
-
-// Different seeds give the Bloom filter and the exact set unrelated hashes.
-constexpr uint64_t kBloomSeed1 = 0x9e3779b97f4a7c15ULL;
-constexpr uint64_t kBloomSeed2 = 0xc2b2ae3d27d4eb4fULL;
-constexpr uint64_t kSlotSeed = 0x165667b19e3779f9ULL;
+using internal::ForEachBloomBit;
+using internal::kSlotSeed;
+using internal::Mix;
 
 constexpr size_t kInitialSlots = 1024;
-
-Options Sanitize(Options o) {
-  o.expected_urls = std::clamp<uint64_t>(o.expected_urls, 1, uint64_t{1} << 36);
-  if (!(o.bloom_fp_rate >= 1e-9)) o.bloom_fp_rate = 1e-9;  // also NaN
-  o.bloom_fp_rate = std::min(o.bloom_fp_rate, 0.5);
-  return o;
-}
-
-// Kirsch-Mitzenmacher double hashing in exact mod-m arithmetic: index_i =
-// (a + i*b) mod m, with b in [1, m) so the walk never stands still.
-template <typename Fn>
-bool ForEachBloomBit(uint64_t fingerprint, uint64_t m, int k, Fn&& fn) {
-  uint64_t a = Mix(fingerprint ^ kBloomSeed1) % m;
-  uint64_t b = Mix(fingerprint ^ kBloomSeed2) % (m - 1) + 1;
-  for (int i = 0; i < k; ++i) {
-    if (!fn(a)) return false;
-    a += b;
-    if (a >= m) a -= m;
-  }
-  return true;
-}
 
 }  // namespace
 
 SeenSet::SeenSet(const Options& options) {
-  const Options o = Sanitize(options);
-  const double n = static_cast<double>(o.expected_urls);
-  const double ln2 = std::log(2.0);
-  // Optimal size and hash count for n items at rate p:
-  // m = -n ln p / (ln 2)^2, k = (m / n) ln 2.
-  const double m = std::ceil(-n * std::log(o.bloom_fp_rate) / (ln2 * ln2));
-  bloom_bits_ = std::max<uint64_t>(64, static_cast<uint64_t>(m));
-  bloom_hashes_ = static_cast<int>(std::clamp(
-      std::lround(static_cast<double>(bloom_bits_) / n * ln2), 1L, 30L));
+  const internal::BloomGeometry g =
+      internal::ChooseGeometry(internal::Sanitize(options));
+  bloom_bits_ = g.bits;
+  bloom_hashes_ = g.hashes;
   bloom_words_.assign((bloom_bits_ + 63) / 64, 0);
 
   slots_.assign(kInitialSlots, 0);

@@ -9,10 +9,13 @@
 // double hashing (Kirsch and Mitzenmacher, "Less Hashing, Same Performance",
 // https://www.eecs.harvard.edu/~michaelm/postscripts/rsa2008.pdf).
 //
-// This first version keeps the exact set in memory (an open-addressing hash
-// set of uint64, 11 to 22 bytes per URL with its load kept in (3/8, 3/4]);
-// the next version moves it to the worker's LevelDB and keeps only the Bloom
-// filter resident.
+// SeenSet keeps the exact set in memory (an open-addressing hash set of
+// uint64, 11 to 22 bytes per URL with its load kept in (3/8, 3/4]);
+// UrlSeenStore keeps it in LevelDB, with only the Bloom filter and a small
+// cache resident, and survives restarts.
+//
+// SimHash and NearDupIndex find near-duplicate pages (same text but for a
+// date, a counter, an ad).
 //
 // DocumentDigest is the exact-duplicate body checksum: XXH3-128
 // (https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md) in the
@@ -22,13 +25,36 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
+
 namespace crawld::dedupe {
 
+// Knobs of every class here. SeenSet reads only expected_urls and
+// bloom_fp_rate; UrlSeenStore reads those and the "store" fields;
+// NearDupIndex reads the "near-duplicate" fields.
 struct Options {
+  // --- Behaviour ---
+
+  // UrlSeenStore: the directory of its LevelDB database and Bloom file
+  // (path). Created when missing. One open store per directory.
+  std::string dir;
+  // UrlSeenStore: fsync each LevelDB write and the Bloom file. With false, a
+  // process kill after Flush() loses nothing, a machine crash may lose the
+  // last batches (LevelDB's own contract).
+  bool sync = false;
+  // NearDupIndex: the largest Hamming distance that counts as a near
+  // duplicate (bits). Clamped to [0, 3]: the index splits the 64 bits into
+  // max_distance + 1 blocks, and below 16-bit blocks its tables stop being
+  // selective.
+  int near_dup_max_distance = 3;
+
   // --- Performance ---
 
   // URLs the worker expects to see (count); sizes the Bloom filter. Going
@@ -38,6 +64,21 @@ struct Options {
   // Target Bloom false-positive rate at expected_urls (probability).
   // Clamped to [1e-9, 0.5].
   double bloom_fp_rate = 0.01;
+  // UrlSeenStore: new fingerprints buffered in memory before one LevelDB
+  // write batch (count). Clamped to [1, 1'000'000].
+  size_t batch_size = 4096;
+  // UrlSeenStore: fingerprints known to be present that are kept in memory
+  // to spare a LevelDB read (count; rounded up to a power of two; 0 turns
+  // the cache off). 16 bytes each.
+  size_t hot_cache_entries = 1 << 16;
+  // UrlSeenStore: LevelDB block cache (bytes). Clamped to >= 1 MiB.
+  size_t cache_bytes = 64 << 20;
+  // UrlSeenStore: LevelDB memtable size (bytes). Clamped to
+  // [64 KiB, 1 GiB].
+  size_t write_buffer_bytes = 8 << 20;
+  // NearDupIndex: simhashes kept (count); the oldest is forgotten first.
+  // Clamped to [1, 2^28]. About 8 + 20 x (max_distance + 1) bytes each.
+  size_t near_dup_max_entries = 1 << 20;
 };
 
 // URL-seen set: Bloom filter in front of an exact set of 64-bit fingerprints,
@@ -93,6 +134,160 @@ class SeenSet {
   size_t used_slots_ = 0;
   bool has_zero_ = false;
   size_t size_ = 0;
+};
+
+// URL-seen store of one worker: the SeenSet design with the exact set on
+// disk. A Bloom filter in memory answers "never seen" without I/O; every
+// "maybe" is checked against the exact 64-bit fingerprints in LevelDB
+// (https://github.com/google/leveldb/blob/main/doc/index.md), so a Bloom
+// false positive costs a read but never drops a new URL.
+//
+// Keys are "f" + host_hash + fingerprint, both big-endian, so one host's
+// fingerprints are one contiguous key range (ForEachOfHost, EraseHost: moving
+// a host to another worker). host_hash is the caller's (the ring's
+// xxh3(host)); any value is valid, as is any fingerprint, 0 included.
+//
+// Durability: new fingerprints go to LevelDB in write batches of
+// Options::batch_size and on Flush(). After Flush() returns OK, every
+// fingerprint inserted before it survives a process kill (and a machine crash
+// with Options::sync). A kill loses at most the unflushed tail.
+//
+// Restart: Flush() and Close() also save the Bloom filter to `seen.bloom` in
+// the directory (header: geometry, count, write epoch, XXH3 checksum). Open
+// loads it when it matches the database and Options exactly, and otherwise
+// (missing, damaged, stale after a kill, other geometry) rebuilds it by
+// scanning the database: slower, never wrong.
+//
+// Owned by one worker loop; not thread-safe. Every call may block on disk.
+// Not copyable or movable (hand out the unique_ptr).
+class UrlSeenStore {
+ public:
+  // Opens or creates the store in options.dir. Fails with kInvalidArgument
+  // on an empty dir, kIOError if the directory cannot be created or written
+  // or is held by another open store, kCorruption if the database is
+  // damaged. The caller owns the store.
+  [[nodiscard]] static Result<std::unique_ptr<UrlSeenStore>> Open(
+      const Options& options);
+  // Close(), its error dropped: call Close() to see it.
+  ~UrlSeenStore();
+  UrlSeenStore(const UrlSeenStore&) = delete;
+  UrlSeenStore& operator=(const UrlSeenStore&) = delete;
+
+  // True if (host_hash, fingerprint) was not in the store, and adds it;
+  // false if it was. On error nothing was added (a full batch that cannot
+  // be written refuses new fingerprints until a write succeeds).
+  [[nodiscard]] Result<bool> InsertIfNew(uint64_t host_hash,
+                                         uint64_t fingerprint);
+  // True if (host_hash, fingerprint) was inserted before. Exact.
+  [[nodiscard]] Result<bool> Contains(uint64_t host_hash, uint64_t fingerprint);
+
+  // Writes the buffered fingerprints in one batch and saves the Bloom
+  // filter (about expected_urls x 1.2 bytes at 1%: call it at checkpoints,
+  // not per URL). On error the buffered fingerprints stay buffered and a
+  // later Flush() retries them.
+  [[nodiscard]] Status Flush();
+  // Flush(), then releases the database. Later calls fail with
+  // kFailedPrecondition. Idempotent. If the batch cannot be written the
+  // store stays open (retry, or destroy it and lose the unflushed tail); if
+  // only the Bloom save fails it closes all the same (the next Open
+  // rebuilds the filter).
+  [[nodiscard]] Status Close();
+
+  // Calls `visit` with every fingerprint of `host_hash`, in ascending order,
+  // after writing the buffered ones; stops early (still OK) when `visit`
+  // returns false. `visit` must not call this store.
+  [[nodiscard]] Status ForEachOfHost(
+      uint64_t host_hash, const std::function<bool(uint64_t)>& visit);
+  // Deletes every fingerprint of `host_hash` in one atomic batch; returns
+  // how many (count). The Bloom filter keeps their bits (it cannot forget):
+  // later lookups of them cost a read and answer "new".
+  [[nodiscard]] Result<uint64_t> EraseHost(uint64_t host_hash);
+
+  // Fingerprints in the store, buffered ones included (count).
+  uint64_t size() const;
+  // Fingerprints buffered, not yet written to LevelDB (count).
+  size_t pending() const;
+  // True if Open loaded the saved Bloom filter, false if it rebuilt it.
+  bool bloom_loaded() const;
+  // Lookups where the Bloom filter said "maybe" and the store said no
+  // (count); with lookups(), the measured false-positive rate.
+  uint64_t bloom_false_positives() const;
+  // InsertIfNew and Contains calls (count).
+  uint64_t lookups() const;
+  // Lookups answered by LevelDB reads (count).
+  uint64_t store_reads() const;
+  // Bloom filter geometry, chosen from Options: bits (m) and hashes (k).
+  uint64_t bloom_bits() const;
+  int bloom_hashes() const;
+
+ private:
+  struct Rep;
+  explicit UrlSeenStore(std::unique_ptr<Rep> rep);
+  std::unique_ptr<Rep> rep_;
+};
+
+// 64-bit SimHash of text (M. Charikar, "Similarity estimation techniques
+// from rounding algorithms", STOC 2002; as used for web pages by Manku,
+// Jain and Das Sarma, "Detecting near-duplicates for web crawling", WWW
+// 2007). Features are shingles of `shingle_words` consecutive words, each
+// hashed with XXH3-64 and weighted 1. A word is a run of ASCII letters and
+// digits or bytes >= 0x80 (UTF-8), ASCII lower-cased; everything else
+// separates words. A text with fewer words is one feature; no words gives 0.
+// shingle_words is clamped to [1, 16]. Stable across runs and machines.
+// The default 2 is a trade: on 500-word texts a one-word change stays
+// within 3 bits about 90% of the time (1 word: 96%, 3 words: 78%), while
+// single words would let shared common words pull unrelated pages together.
+uint64_t SimHash(std::string_view text, int shingle_words = 2);
+
+// Bits in which a and b differ, in [0, 64].
+int HammingDistance(uint64_t a, uint64_t b);
+
+// Near-duplicate index: "is any stored simhash within
+// Options::near_dup_max_distance (k) bits of this one?" Split the 64 bits
+// into k + 1 blocks: by pigeonhole two hashes within k bits agree exactly on
+// at least one block, so each block has a hash table, and only hashes
+// sharing a block with the query are compared (Manku et al. above, section
+// 3, with one table per block). Memory is bounded: beyond
+// near_dup_max_entries the oldest simhash is forgotten.
+// Owned by one worker loop; not thread-safe. Not copyable; movable.
+class NearDupIndex {
+ public:
+  // Allocates the insertion ring and the bucket arrays up front; buckets
+  // grow with their contents.
+  explicit NearDupIndex(const Options& options);
+  NearDupIndex(NearDupIndex&&) noexcept = default;
+  NearDupIndex& operator=(NearDupIndex&&) noexcept = default;
+  NearDupIndex(const NearDupIndex&) = delete;
+  NearDupIndex& operator=(const NearDupIndex&) = delete;
+
+  // A stored simhash within max_distance() of `simhash` (the first found,
+  // not necessarily the nearest), or nullopt.
+  std::optional<uint64_t> FindNear(uint64_t simhash) const;
+  // Stores `simhash` (duplicates too), forgetting the oldest when full.
+  void Insert(uint64_t simhash);
+
+  // Simhashes stored (count), at most capacity().
+  size_t size() const { return size_; }
+  size_t capacity() const { return hashes_.size(); }
+  int max_distance() const { return max_distance_; }
+
+ private:
+  // One table per block: buckets of full simhashes, contiguous so that a
+  // query scans a cache line or two per table instead of chasing pointers.
+  struct Table {
+    int shift = 0;      // the block's lowest bit
+    uint64_t mask = 0;  // the block's bits, after the shift
+    std::vector<std::vector<uint64_t>> buckets;
+  };
+  std::vector<uint64_t>& BucketOf(Table& t, uint64_t simhash);
+  const std::vector<uint64_t>& BucketOf(const Table& t, uint64_t simhash) const;
+
+  int max_distance_ = 3;
+  std::vector<uint64_t> hashes_;  // ring in insertion order, for eviction
+  size_t size_ = 0;
+  size_t next_slot_ = 0;
+  uint64_t bucket_mask_ = 0;
+  std::vector<Table> tables_;
 };
 
 // The body checksum for exact-duplicate detection: XXH3-128 of `body` as 32

@@ -1,0 +1,210 @@
+// Tests of SimHash, HammingDistance and NearDupIndex (dedupe/dedupe.h).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dedupe/dedupe.h"
+
+namespace crawld::dedupe {
+namespace {
+
+// Synthetic prose: words drawn from a fixed random vocabulary, so texts are
+// deterministic and share words the way pages of one language do.
+class TextMaker {
+ public:
+  explicit TextMaker(uint64_t seed) : rng_(seed) {
+    for (int i = 0; i < 5'000; ++i) {
+      std::string w;
+      const int len = 3 + static_cast<int>(rng_() % 7);
+      for (int j = 0; j < len; ++j)
+        w.push_back(static_cast<char>('a' + rng_() % 26));
+      vocab_.push_back(std::move(w));
+    }
+  }
+  std::vector<int> Words(size_t n) {
+    std::vector<int> ids(n);
+    for (int& id : ids) id = static_cast<int>(rng_() % vocab_.size());
+    return ids;
+  }
+  std::string Text(const std::vector<int>& ids) const {
+    std::string s;
+    for (int id : ids) {
+      s += vocab_[static_cast<size_t>(id)];
+      s += ' ';
+    }
+    return s;
+  }
+  std::mt19937_64& rng() { return rng_; }
+
+ private:
+  std::mt19937_64 rng_;
+  std::vector<std::string> vocab_;
+};
+
+TEST(HammingDistance, CountsDifferingBits) {
+  EXPECT_EQ(HammingDistance(0, 0), 0);
+  EXPECT_EQ(HammingDistance(0, ~uint64_t{0}), 64);
+  EXPECT_EQ(HammingDistance(0b1011, 0b0110), 3);
+}
+
+TEST(SimHash, IdenticalTextsDistanceZero) {
+  TextMaker m(1);
+  const std::string t = m.Text(m.Words(500));
+  EXPECT_EQ(HammingDistance(SimHash(t), SimHash(std::string(t))), 0);
+  EXPECT_NE(SimHash(t), 0u);
+}
+
+TEST(SimHash, CaseAndSeparatorsDoNotMatter) {
+  EXPECT_EQ(SimHash("Hello, World! The quick brown fox."),
+            SimHash("hello world   the QUICK brown\nfox"));
+  EXPECT_NE(SimHash("hello world the quick brown fox"),
+            SimHash("hello world the quick brown dog"));
+}
+
+TEST(SimHash, EmptyAndShortTexts) {
+  EXPECT_EQ(SimHash(""), 0u);
+  EXPECT_EQ(SimHash(" ,.;!? \n\t"), 0u);
+  EXPECT_NE(SimHash("word"), 0u);  // fewer words than a shingle: one feature
+  EXPECT_EQ(SimHash("word", 1), SimHash("WORD", 16));
+  // Out-of-range shingle sizes are clamped, not trusted.
+  EXPECT_EQ(SimHash("a b c d", -5), SimHash("a b c d", 1));
+  EXPECT_EQ(SimHash("a b c d e", 1000), SimHash("a b c d e", 16));
+}
+
+// Statistics over 40 texts, not one lucky pair: a one-word change in 500
+// words moves the hash by a few bits, and most stay within k = 3.
+TEST(SimHash, OneWordChangeIsSmallDistance) {
+  TextMaker m(2);
+  int total = 0;
+  int within3 = 0;
+  int worst = 0;
+  constexpr int kTexts = 40;
+  for (int i = 0; i < kTexts; ++i) {
+    std::vector<int> a = m.Words(500);
+    std::vector<int> b = a;
+    const size_t at = m.rng()() % b.size();
+    b[at] = (b[at] + 1 + static_cast<int>(m.rng()() % 4'000)) % 5'000;
+    const int d = HammingDistance(SimHash(m.Text(a)), SimHash(m.Text(b)));
+    total += d;
+    within3 += d <= 3;
+    worst = std::max(worst, d);
+  }
+  EXPECT_LE(static_cast<double>(total) / kTexts, 3.0);
+  EXPECT_GE(within3, kTexts * 3 / 4);
+  EXPECT_LE(worst, 12);
+}
+
+TEST(SimHash, UnrelatedTextsAreFarApart) {
+  TextMaker m(3);
+  int total = 0;
+  int nearest = 64;
+  constexpr int kPairs = 40;
+  for (int i = 0; i < kPairs; ++i) {
+    const int d = HammingDistance(SimHash(m.Text(m.Words(500))),
+                                  SimHash(m.Text(m.Words(500))));
+    total += d;
+    nearest = std::min(nearest, d);
+  }
+  // Independent hashes differ in 32 bits on average.
+  EXPECT_GE(static_cast<double>(total) / kPairs, 26.0);
+  EXPECT_GE(nearest, 12);
+}
+
+uint64_t FlipBits(uint64_t h, int n, std::mt19937_64& rng) {
+  uint64_t mask = 0;
+  while (std::popcount(mask) < n) mask |= uint64_t{1} << (rng() % 64);
+  return h ^ mask;
+}
+
+// The index must answer exactly as a linear scan does, for every k.
+TEST(NearDupIndex, AgreesWithLinearScan) {
+  for (int k = 0; k <= 3; ++k) {
+    Options o;
+    o.near_dup_max_distance = k;
+    o.near_dup_max_entries = 4'096;
+    NearDupIndex index(o);
+    ASSERT_EQ(index.max_distance(), k);
+    std::mt19937_64 rng(100 + static_cast<uint64_t>(k));
+    std::vector<uint64_t> stored;
+    for (int i = 0; i < 2'000; ++i) {
+      stored.push_back(rng());
+      index.Insert(stored.back());
+    }
+    int found = 0;
+    for (int q = 0; q < 4'000; ++q) {
+      const uint64_t base = stored[rng() % stored.size()];
+      const uint64_t query = FlipBits(base, static_cast<int>(rng() % 6), rng);
+      bool expect = false;
+      for (uint64_t h : stored) expect |= HammingDistance(h, query) <= k;
+      const std::optional<uint64_t> got = index.FindNear(query);
+      ASSERT_EQ(got.has_value(), expect) << "k=" << k << " q=" << q;
+      if (got) {
+        ++found;
+        EXPECT_LE(HammingDistance(*got, query), k);
+      }
+    }
+    EXPECT_GT(found, 0);
+  }
+}
+
+TEST(NearDupIndex, ForgetsTheOldestWhenFull) {
+  Options o;
+  o.near_dup_max_entries = 4;
+  NearDupIndex index(o);
+  std::mt19937_64 rng(5);
+  std::vector<uint64_t> h;
+  for (int i = 0; i < 6; ++i) h.push_back(rng());
+  for (uint64_t x : h) index.Insert(x);
+  EXPECT_EQ(index.size(), 4u);
+  EXPECT_EQ(index.capacity(), 4u);
+  EXPECT_FALSE(index.FindNear(h[0]).has_value());
+  EXPECT_FALSE(index.FindNear(h[1]).has_value());
+  for (size_t i = 2; i < 6; ++i) EXPECT_EQ(index.FindNear(h[i]), h[i]);
+  // Wrapping around many times keeps the chains consistent.
+  for (int i = 0; i < 1'000; ++i) index.Insert(rng());
+  const uint64_t last = rng();
+  index.Insert(last);
+  EXPECT_EQ(index.FindNear(FlipBits(last, 3, rng)), last);
+  EXPECT_EQ(index.size(), 4u);
+}
+
+TEST(NearDupIndex, DuplicatesAndClampedOptions) {
+  Options o;
+  o.near_dup_max_distance = 9;  // beyond what the block split supports
+  o.near_dup_max_entries = 0;
+  NearDupIndex index(o);
+  EXPECT_EQ(index.max_distance(), 3);
+  EXPECT_EQ(index.capacity(), 1u);
+  index.Insert(42);
+  index.Insert(42);
+  EXPECT_EQ(index.size(), 1u);
+  EXPECT_EQ(index.FindNear(42 ^ 0b111), 42u);
+  EXPECT_FALSE(index.FindNear(42 ^ 0b1111).has_value());
+}
+
+// End to end: a page and its one-word edit are near-duplicates; another
+// page is not.
+TEST(NearDupIndex, FindsEditedPage) {
+  TextMaker m(4);
+  std::vector<int> page = m.Words(500);
+  NearDupIndex index(Options{});
+  const uint64_t original = SimHash(m.Text(page));
+  index.Insert(original);
+  int hits = 0;
+  for (int i = 0; i < 20; ++i) {
+    std::vector<int> edit = page;
+    edit[m.rng()() % edit.size()] = static_cast<int>(m.rng()() % 5'000);
+    hits += index.FindNear(SimHash(m.Text(edit))).has_value();
+    EXPECT_FALSE(index.FindNear(SimHash(m.Text(m.Words(500)))).has_value());
+  }
+  EXPECT_GE(hits, 15);
+}
+
+}  // namespace
+}  // namespace crawld::dedupe
