@@ -1,10 +1,20 @@
 #include "frontier/frontier.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+#include <xxhash.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <limits>
+#include <map>
+#include <set>
 #include <utility>
 
 namespace crawld::frontier {
@@ -28,15 +38,311 @@ Options Sanitize(Options o) {
   o.max_consecutive_errors = std::max(o.max_consecutive_errors, 1);
   o.error_backoff_base_us = std::max<int64_t>(o.error_backoff_base_us, 0);
   o.max_backoff_us = std::max(o.max_backoff_us, o.error_backoff_base_us);
+  if (!(o.seed_credit >= 0.0)) o.seed_credit = 0.0;
+  if (!(o.tax >= 0.0)) o.tax = 0.0;
+  o.tax = std::min(o.tax, 1.0);
+  o.lambda_interval = std::max<uint64_t>(o.lambda_interval, 1);
+  if (!(o.budget_pages_per_credit >= 0.0)) o.budget_pages_per_credit = 0.0;
+  o.head_items = std::max<size_t>(o.head_items, 1);
+  o.low_water_items = std::clamp<size_t>(o.low_water_items, 1, o.head_items);
+  o.chunk_items = std::max<size_t>(o.chunk_items, 1);
+  o.segment_bytes = std::max<uint64_t>(o.segment_bytes, 4096);
   return o;
+}
+
+double CleanCredit(double c) { return c >= 0.0 ? c : 0.0; }  // NaN too
+
+// Memory estimate of one queued item: the struct plus the URL's heap block
+// (none while it fits the small-string buffer).
+size_t ItemBytes(const Item& item) {
+  const size_t heap = item.url.capacity() > 15 ? item.url.capacity() + 1 : 0;
+  return sizeof(Item) + heap;
+}
+
+// --- On-disk formats (native byte order; little-endian hosts only) ---
+//
+// Chunk record in a segment file:
+//   u32 magic, u32 item count, u32 payload bytes, u64 XXH3 of payload,
+//   payload = per item: u32 url bytes, url, u64 fingerprint, u16 depth,
+//   u8 redirects, f64 credit.
+// Manifest (spill_dir/MANIFEST, replaced by rename):
+//   8 bytes magic, u64 payload bytes, u64 XXH3 of payload, payload =
+//   f64 lambda, u64 hosts, per host: u32 key bytes, key, u8 retired,
+//   i64 crawl delay, f64 credit, f64 inbound credit, u64 pages, u64 fetched,
+//   u64 dropped, u32 chunks, per chunk: u32 segment, u32 count, u64 offset,
+//   u32 bytes.
+constexpr uint32_t kChunkMagic = 0x4b484346;  // "FCHK"
+constexpr size_t kChunkHeader = 4 + 4 + 4 + 8;
+constexpr char kManifestMagic[8] = {'C', 'R', 'W', 'L', 'F', 'R', 'N', '1'};
+constexpr uint32_t kMaxUrlBytes = 1u << 24;  // sanity bound when decoding
+
+template <typename T>
+void Put(std::string* out, T v) {
+  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+// Bounds-checked reader over a byte string; any overrun sets !ok.
+class Reader {
+ public:
+  explicit Reader(std::string_view data) : data_(data) {}
+  template <typename T>
+  T Get() {
+    T v{};
+    if (data_.size() - pos_ < sizeof(T)) {
+      ok_ = false;
+      return v;
+    }
+    std::memcpy(&v, data_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  std::string_view Bytes(size_t n) {
+    if (data_.size() - pos_ < n) {
+      ok_ = false;
+      return {};
+    }
+    std::string_view v = data_.substr(pos_, n);
+    pos_ += n;
+    return v;
+  }
+  bool ok() const { return ok_; }
+  bool done() const { return pos_ == data_.size(); }
+
+ private:
+  std::string_view data_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+void EncodeItem(std::string* out, const Item& item) {
+  Put<uint32_t>(out, static_cast<uint32_t>(item.url.size()));
+  out->append(item.url);
+  Put<uint64_t>(out, item.fingerprint);
+  Put<uint16_t>(out, item.depth);
+  Put<uint8_t>(out, item.redirects);
+  Put<double>(out, item.credit);
+}
+
+std::string ErrnoText(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
+
+Status WriteAll(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IOError(ErrnoText("write " + path));
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return Status::Ok();
+}
+
+Status ReadAllAt(int fd, char* buf, size_t len, uint64_t offset,
+                 const std::string& path) {
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n =
+        ::pread(fd, buf + done, len - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IOError(ErrnoText("read " + path));
+    }
+    if (n == 0) return Status::Corruption(path + ": chunk past end of file");
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
 }
 
 }  // namespace
 
+// One spilled run of a host's queue, in a segment file.
+struct ChunkRef {
+  uint32_t segment = 0;
+  uint32_t count = 0;
+  uint64_t offset = 0;
+  uint32_t bytes = 0;
+};
+
+// Append-only segment files. A segment is referenced by live chunks (in
+// host queues) and by the chunks of the last manifest; it is deleted when
+// neither refers to it any more and it is no longer appended to.
+struct Frontier::SpillStore {
+  struct Segment {
+    int fd = -1;
+    uint64_t size = 0;
+    uint64_t refs = 0;
+    bool dirty = false;  // written since the last sync
+  };
+
+  std::string dir;
+  uint64_t segment_bytes = 0;
+  std::map<uint32_t, Segment> segments;
+  uint32_t current = 0;  // 0: no segment open for appends
+  uint32_t next_id = 1;
+  std::vector<ChunkRef> manifest_refs;
+  std::string scratch;
+  bool opened = false;  // Open() succeeded: unreferenced files may go
+
+  ~SpillStore() {
+    // Live queues die with the frontier; only what the manifest refers to
+    // is worth keeping on disk. A store whose Open() failed deletes nothing:
+    // the files are what the operator needs to look into.
+    std::set<uint32_t> keep;
+    for (const ChunkRef& c : manifest_refs) keep.insert(c.segment);
+    for (auto& [id, seg] : segments) {
+      if (seg.fd >= 0) ::close(seg.fd);
+      if (opened && keep.count(id) == 0) ::unlink(Path(id).c_str());
+    }
+  }
+
+  std::string Path(uint32_t id) const {
+    char name[32];
+    std::snprintf(name, sizeof(name), "seg-%08u.log", id);
+    return dir + "/" + name;
+  }
+
+  static bool ParseName(const std::string& name, uint32_t* id) {
+    unsigned v = 0;
+    char tail[8] = {0};
+    if (std::sscanf(name.c_str(), "seg-%8u.%4s", &v, tail) != 2) return false;
+    if (std::string(tail) != "log" || name.size() != 16) return false;
+    *id = v;
+    return true;
+  }
+
+  void Ref(uint32_t id) { ++segments[id].refs; }
+
+  void Unref(uint32_t id) {
+    auto it = segments.find(id);
+    if (it == segments.end() || it->second.refs == 0) return;
+    if (--it->second.refs == 0 && id != current) {
+      if (it->second.fd >= 0) ::close(it->second.fd);
+      ::unlink(Path(id).c_str());
+      segments.erase(it);
+    }
+  }
+
+  // Appends one chunk of `items`; the caller takes the returned reference
+  // (already counted in refs).
+  template <typename It>
+  Result<ChunkRef> Append(It begin, It end) {
+    if (current == 0 || segments[current].size >= segment_bytes) {
+      if (Status s = Roll(); !s.ok()) return s;
+    }
+    scratch.assign(kChunkHeader, '\0');
+    uint32_t count = 0;
+    for (It it = begin; it != end; ++it, ++count) EncodeItem(&scratch, *it);
+    const uint32_t payload =
+        static_cast<uint32_t>(scratch.size() - kChunkHeader);
+    const uint64_t sum = XXH3_64bits(scratch.data() + kChunkHeader, payload);
+    char* h = scratch.data();
+    std::memcpy(h, &kChunkMagic, 4);
+    std::memcpy(h + 4, &count, 4);
+    std::memcpy(h + 8, &payload, 4);
+    std::memcpy(h + 12, &sum, 8);
+    Segment& seg = segments[current];
+    if (Status s = WriteAll(seg.fd, scratch, Path(current)); !s.ok()) {
+      // A partial record may be on disk: never append after it.
+      Status r = Roll();
+      (void)r;
+      return s;
+    }
+    ChunkRef ref{current, count, seg.size,
+                 static_cast<uint32_t>(scratch.size())};
+    seg.size += scratch.size();
+    seg.dirty = true;
+    ++seg.refs;
+    return ref;
+  }
+
+  Status Roll() {
+    const uint32_t old = current;
+    const uint32_t id = next_id;
+    const std::string path = Path(id);
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Status::IOError(ErrnoText("open " + path));
+    ++next_id;
+    segments[id].fd = fd;
+    current = id;
+    if (old != 0) {
+      // Unref() spares the current segment; now it is an ordinary one.
+      auto it = segments.find(old);
+      if (it != segments.end() && it->second.refs == 0) {
+        ++it->second.refs;
+        Unref(old);
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Read(const ChunkRef& ref, std::vector<Item>* out) {
+    auto it = segments.find(ref.segment);
+    if (it == segments.end() || it->second.fd < 0) {
+      return Status::NotFound(Path(ref.segment) + ": segment missing");
+    }
+    const std::string path = Path(ref.segment);
+    if (ref.bytes < kChunkHeader) return Status::Corruption(path + ": chunk");
+    scratch.resize(ref.bytes);
+    if (Status s = ReadAllAt(it->second.fd, scratch.data(), ref.bytes,
+                             ref.offset, path);
+        !s.ok()) {
+      return s;
+    }
+    Reader r(scratch);
+    const uint32_t magic = r.Get<uint32_t>();
+    const uint32_t count = r.Get<uint32_t>();
+    const uint32_t payload = r.Get<uint32_t>();
+    const uint64_t sum = r.Get<uint64_t>();
+    if (magic != kChunkMagic || count != ref.count ||
+        payload != ref.bytes - kChunkHeader ||
+        sum != XXH3_64bits(scratch.data() + kChunkHeader, payload)) {
+      return Status::Corruption(path + ": bad chunk at offset " +
+                                std::to_string(ref.offset));
+    }
+    const size_t first = out->size();
+    for (uint32_t i = 0; i < count; ++i) {
+      Item item;
+      const uint32_t len = r.Get<uint32_t>();
+      if (len > kMaxUrlBytes) break;
+      item.url = std::string(r.Bytes(len));
+      item.fingerprint = r.Get<uint64_t>();
+      item.depth = r.Get<uint16_t>();
+      item.redirects = r.Get<uint8_t>();
+      item.credit = CleanCredit(r.Get<double>());
+      if (!r.ok()) break;
+      out->push_back(std::move(item));
+    }
+    if (!r.ok() || !r.done() || out->size() - first != count) {
+      out->resize(first);
+      return Status::Corruption(path + ": undecodable chunk at offset " +
+                                std::to_string(ref.offset));
+    }
+    return Status::Ok();
+  }
+
+  Status Sync() {
+    for (auto& [id, seg] : segments) {
+      if (!seg.dirty) continue;
+      if (::fdatasync(seg.fd) != 0) {
+        return Status::IOError(ErrnoText("fdatasync " + Path(id)));
+      }
+      seg.dirty = false;
+    }
+    return Status::Ok();
+  }
+};
+
 struct Frontier::HostState {
   const std::string* key = nullptr;  // the map's key; nodes never move
   uint64_t seq = 0;                  // creation order, the last tie-break
-  std::deque<Item> queue;
+  // Queue order: head, then chunks (on disk), then tail.
+  std::deque<Item> head;
+  std::deque<ChunkRef> chunks;
+  std::vector<Item> tail;
+  size_t queued = 0;
+  bool in_tail_list = false;
   bool in_flight = false;
   bool retired = false;
   int64_t next_fetch_us = 0;
@@ -45,6 +351,10 @@ struct Frontier::HostState {
   int consecutive_errors = 0;
   uint64_t fetched = 0;
   uint64_t dropped = 0;
+  // AOPIC. While queued > 0 the credit is credit_raw + shared_sum_.
+  double credit_raw = 0.0;
+  double inbound_credit = 0.0;
+  uint64_t pages = 0;
   uint64_t version = 0;  // bumped whenever older heap entries become stale
 };
 
@@ -70,15 +380,148 @@ struct ServedLater {
   }
 };
 
+struct LessCredit {
+  template <typename E>
+  bool operator()(const E& a, const E& b) const {
+    if (a.credit != b.credit) return a.credit < b.credit;
+    if (a.next_fetch_us != b.next_fetch_us) {
+      return a.next_fetch_us > b.next_fetch_us;
+    }
+    return a.seq > b.seq;
+  }
+};
+
 }  // namespace
 
 size_t Frontier::KeyHash::operator()(std::string_view s) const noexcept {
   return std::hash<std::string_view>()(s);
 }
 
-Frontier::Frontier(const Options& options) : options_(Sanitize(options)) {}
+Frontier::Frontier(const Options& options) : options_(Sanitize(options)) {
+  options_.spill_dir.clear();
+}
 
 Frontier::~Frontier() = default;
+
+Result<std::unique_ptr<Frontier>> Frontier::Open(const Options& options) {
+  std::unique_ptr<Frontier> f(new Frontier(options));
+  if (options.spill_dir.empty()) return f;
+  f->options_.spill_dir = options.spill_dir;
+  const std::string& dir = options.spill_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IOError(dir + ": " + ec.message());
+  auto store = std::make_unique<SpillStore>();
+  store->dir = dir;
+  store->segment_bytes = f->options_.segment_bytes;
+
+  // Segments on disk, before anything refers to them.
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    uint32_t id = 0;
+    if (!SpillStore::ParseName(entry.path().filename().string(), &id)) continue;
+    store->segments[id];  // fd opened below if referenced
+    store->next_id = std::max(store->next_id, id + 1);
+  }
+  if (ec) return Status::IOError(dir + ": " + ec.message());
+
+  const std::string manifest = dir + "/MANIFEST";
+  std::string data;
+  if (std::filesystem::exists(manifest, ec)) {
+    int fd = ::open(manifest.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::IOError(ErrnoText("open " + manifest));
+    char buf[1 << 16];
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        Status s = Status::IOError(ErrnoText("read " + manifest));
+        ::close(fd);
+        return s;
+      }
+      if (n == 0) break;
+      data.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+  }
+
+  if (!data.empty()) {
+    Reader head(data);
+    std::string_view magic = head.Bytes(8);
+    const uint64_t len = head.Get<uint64_t>();
+    const uint64_t sum = head.Get<uint64_t>();
+    if (!head.ok() || magic != std::string_view(kManifestMagic, 8) ||
+        len != data.size() - 24 ||
+        sum != XXH3_64bits(data.data() + 24, data.size() - 24)) {
+      return Status::Corruption(manifest + ": bad header or checksum");
+    }
+    Reader r(std::string_view(data).substr(24));
+    f->lambda_ = CleanCredit(r.Get<double>());
+    const uint64_t nhosts = r.Get<uint64_t>();
+    for (uint64_t i = 0; i < nhosts && r.ok(); ++i) {
+      const uint32_t klen = r.Get<uint32_t>();
+      std::string key(r.Bytes(klen));
+      if (!r.ok()) break;
+      HostState& h = f->GetOrCreate(key);
+      h.retired = r.Get<uint8_t>() != 0;
+      h.crawl_delay_us = r.Get<int64_t>();
+      h.credit_raw = CleanCredit(r.Get<double>());
+      h.inbound_credit = CleanCredit(r.Get<double>());
+      h.pages = r.Get<uint64_t>();
+      h.fetched = r.Get<uint64_t>();
+      h.dropped = r.Get<uint64_t>();
+      if (h.retired) ++f->retired_hosts_;
+      const uint32_t nchunks = r.Get<uint32_t>();
+      for (uint32_t c = 0; c < nchunks && r.ok(); ++c) {
+        ChunkRef ref;
+        ref.segment = r.Get<uint32_t>();
+        ref.count = r.Get<uint32_t>();
+        ref.offset = r.Get<uint64_t>();
+        ref.bytes = r.Get<uint32_t>();
+        if (!r.ok()) break;
+        if (store->segments.count(ref.segment) == 0) {
+          return Status::Corruption(manifest + ": refers to missing " +
+                                    store->Path(ref.segment));
+        }
+        store->Ref(ref.segment);  // the manifest's reference
+        store->Ref(ref.segment);  // the live queue's
+        store->manifest_refs.push_back(ref);
+        h.chunks.push_back(ref);
+        h.queued += ref.count;
+      }
+    }
+    if (!r.ok() || !r.done()) {
+      return Status::Corruption(manifest + ": truncated host records");
+    }
+  }
+
+  // Open what the checkpoint refers to; only then drop the rest.
+  for (auto& [id, seg] : store->segments) {
+    if (seg.refs == 0) continue;
+    const std::string path = store->Path(id);
+    seg.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (seg.fd < 0) return Status::IOError(ErrnoText("open " + path));
+  }
+  for (auto it = store->segments.begin(); it != store->segments.end();) {
+    if (it->second.refs == 0) {
+      ::unlink(store->Path(it->first).c_str());
+      it = store->segments.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  store->opened = true;
+  f->store_ = std::move(store);
+
+  for (auto& [key, hp] : f->hosts_) {
+    HostState& h = *hp;
+    if (h.queued == 0) continue;
+    f->queued_ += h.queued;
+    f->Refill(h);  // may lose unreadable chunks (counted)
+    f->OnQueuedChange(h, 0);
+    f->Reschedule(h);
+  }
+  return f;
+}
 
 Frontier::HostState* Frontier::Find(std::string_view host_key) {
   auto it = hosts_.find(host_key);
@@ -92,60 +535,237 @@ Frontier::HostState& Frontier::GetOrCreate(std::string_view host_key) {
              .first;
     it->second->key = &it->first;
     it->second->seq = next_host_seq_++;
+    it->second->credit_raw = options_.seed_credit;
   }
   return *it->second;
 }
 
-void Frontier::Reschedule(HostState& host) {
-  ++host.version;
-  if (!host.in_flight && !host.retired && !host.queue.empty()) {
-    heap_.push_back(HeapEntry{host.next_fetch_us, host.queue.front().credit,
-                              host.seq, host.version, &host});
-    std::push_heap(heap_.begin(), heap_.end(), ServedLater());
-  }
-  // Each host has at most one valid entry; rebuild once garbage dominates so
-  // the heap stays O(hosts) however often heads change.
-  if (heap_.size() > 2 * hosts_.size() + 64) {
-    std::erase_if(
-        heap_, [](const HeapEntry& e) { return e.version != e.host->version; });
-    std::make_heap(heap_.begin(), heap_.end(), ServedLater());
-  }
-  DropStaleTop();
+uint64_t Frontier::PageBudget(const HostState& host) const {
+  if (!options_.credit_scheduling || options_.base_page_budget == 0) return 0;
+  const double extra = options_.budget_pages_per_credit * host.inbound_credit;
+  const double total = static_cast<double>(options_.base_page_budget) + extra;
+  if (!(total < 1.8e19)) return std::numeric_limits<uint64_t>::max();
+  return static_cast<uint64_t>(total);
 }
 
-void Frontier::DropStaleTop() {
-  while (!heap_.empty() &&
-         heap_.front().version != heap_.front().host->version) {
-    std::pop_heap(heap_.begin(), heap_.end(), ServedLater());
-    heap_.pop_back();
+double Frontier::CreditOf(const HostState& host) const {
+  return host.queued > 0 ? host.credit_raw + shared_sum_ : host.credit_raw;
+}
+
+bool Frontier::Schedulable(const HostState& host) const {
+  if (host.in_flight || host.retired || host.queued == 0) return false;
+  const uint64_t budget = PageBudget(host);
+  return budget == 0 || host.pages < budget;
+}
+
+void Frontier::Reschedule(HostState& host) {
+  ++host.version;
+  if (Schedulable(host)) {
+    // Credit mode orders by credit_raw: all entries are of active hosts,
+    // whose credits differ from it by the same shared_sum_.
+    const double credit =
+        options_.credit_scheduling ? host.credit_raw : host.head.front().credit;
+    time_heap_.push_back(
+        HeapEntry{host.next_fetch_us, credit, host.seq, host.version, &host});
+    std::push_heap(time_heap_.begin(), time_heap_.end(), ServedLater());
   }
+  // Each host has at most one valid entry; rebuild once garbage dominates so
+  // the heaps stay O(hosts) however often heads and credits change.
+  if (time_heap_.size() + ready_heap_.size() > 2 * hosts_.size() + 64) {
+    auto stale = [](const HeapEntry& e) {
+      return e.version != e.host->version;
+    };
+    std::erase_if(time_heap_, stale);
+    std::make_heap(time_heap_.begin(), time_heap_.end(), ServedLater());
+    std::erase_if(ready_heap_, stale);
+    std::make_heap(ready_heap_.begin(), ready_heap_.end(), LessCredit());
+  }
+  DropStaleTops();
+}
+
+void Frontier::DropStaleTops() {
+  while (!time_heap_.empty() &&
+         time_heap_.front().version != time_heap_.front().host->version) {
+    std::pop_heap(time_heap_.begin(), time_heap_.end(), ServedLater());
+    time_heap_.pop_back();
+  }
+  while (!ready_heap_.empty() &&
+         ready_heap_.front().version != ready_heap_.front().host->version) {
+    std::pop_heap(ready_heap_.begin(), ready_heap_.end(), LessCredit());
+    ready_heap_.pop_back();
+  }
+}
+
+void Frontier::OnQueuedChange(HostState& host, size_t before) {
+  if (before == 0 && host.queued > 0) {
+    ++active_hosts_;
+    host.credit_raw -= shared_sum_;  // joins the share-outs from now on
+  } else if (before > 0 && host.queued == 0) {
+    --active_hosts_;
+    host.credit_raw += shared_sum_;
+  }
+}
+
+void Frontier::AddItemBytes(const Item& item) {
+  memory_bytes_ += ItemBytes(item);
+}
+
+void Frontier::SubItemBytes(const Item& item) {
+  memory_bytes_ -= std::min(memory_bytes_, ItemBytes(item));
 }
 
 void Frontier::DropQueue(HostState& host) {
-  host.dropped += host.queue.size();
-  dropped_ += host.queue.size();
-  queued_ -= host.queue.size();
-  host.queue.clear();
-  host.queue.shrink_to_fit();
+  const size_t before = host.queued;
+  for (const Item& item : host.head) SubItemBytes(item);
+  for (const Item& item : host.tail) SubItemBytes(item);
+  for (const ChunkRef& c : host.chunks) store_->Unref(c.segment);
+  host.dropped += host.queued;
+  dropped_ += host.queued;
+  queued_ -= host.queued;
+  host.queued = 0;
+  std::deque<Item>().swap(host.head);
+  std::deque<ChunkRef>().swap(host.chunks);
+  std::vector<Item>().swap(host.tail);
+  OnQueuedChange(host, before);
 }
 
 int64_t Frontier::Gap(const HostState& host) const {
   return std::max(options_.min_delay_us, host.crawl_delay_us);
 }
 
-bool Frontier::Push(std::string_view host_key, Item item) {
+void Frontier::SpillTail(HostState& host) {
+  if (host.tail.empty()) return;
+  auto ref = store_->Append(host.tail.begin(), host.tail.end());
+  if (!ref.ok()) {
+    ++spill_errors_;
+    last_spill_error_ = ref.status();
+    // Keep the items in memory; do not hammer a failing disk on every push.
+    spill_retry_at_push_ = pushes_ + 1024;
+    spill_failing_ = true;
+    return;
+  }
+  spill_failing_ = false;
+  spilled_items_ += host.tail.size();
+  for (const Item& item : host.tail) SubItemBytes(item);
+  host.chunks.push_back(*ref);
+  host.tail.clear();
+}
+
+void Frontier::EnforceBudget() {
+  if (store_ == nullptr || memory_bytes_ <= options_.memory_budget_bytes ||
+      pushes_ < spill_retry_at_push_) {
+    return;
+  }
+  auto& list = tail_hosts_;
+  while (memory_bytes_ > options_.memory_budget_bytes && !list.empty()) {
+    HostState* h = list.front();
+    list.pop_front();
+    h->in_tail_list = false;
+    SpillTail(*h);
+    if (!h->tail.empty()) {  // the write failed: try again later
+      h->in_tail_list = true;
+      list.push_back(h);
+      return;
+    }
+  }
+}
+
+void Frontier::Refill(HostState& host) {
+  if (store_ == nullptr) return;
+  std::vector<Item> items;
+  while (host.head.size() < options_.head_items) {
+    if (!host.chunks.empty()) {
+      const ChunkRef ref = host.chunks.front();
+      host.chunks.pop_front();
+      items.clear();
+      Status s = store_->Read(ref, &items);
+      store_->Unref(ref.segment);
+      if (!s.ok()) {
+        // Counted and reported, never silent; the queue goes on without it.
+        ++spill_errors_;
+        last_spill_error_ = s;
+        lost_items_ += ref.count;
+        host.queued -= ref.count;
+        queued_ -= ref.count;
+        continue;
+      }
+      for (Item& item : items) {
+        AddItemBytes(item);
+        host.head.push_back(std::move(item));
+      }
+    } else if (!host.tail.empty()) {
+      for (Item& item : host.tail) host.head.push_back(std::move(item));
+      host.tail.clear();
+    } else {
+      break;
+    }
+  }
+}
+
+void Frontier::ShareLambda() {
+  pops_since_share_ = 0;
+  if (active_hosts_ == 0 || !(lambda_ > 0.0)) return;
+  shared_sum_ += lambda_ / static_cast<double>(active_hosts_);
+  lambda_ = 0.0;
+}
+
+Status Frontier::TryPush(std::string_view host_key, Item item,
+                         std::string_view from_host_key) {
   HostState& host = GetOrCreate(host_key);
   if (host.retired) {
     ++host.dropped;
     ++dropped_;
-    return false;
+    return Status::FailedPrecondition(std::string(host_key) + ": retired");
   }
-  if (std::isnan(item.credit)) item.credit = 0.0;  // keeps the heap ordered
-  host.queue.push_back(std::move(item));
+  ++pushes_;  // refused attempts count too, so the disk is retried
+  if (store_ != nullptr && spill_failing_ &&
+      memory_bytes_ > 2 * options_.memory_budget_bytes) {
+    EnforceBudget();  // retries the disk once the wait is over
+  }
+  if (store_ != nullptr && spill_failing_ &&
+      memory_bytes_ > 2 * options_.memory_budget_bytes) {
+    ++host.dropped;
+    ++dropped_;
+    return Status::ResourceExhausted(
+        "frontier memory over budget, spill "
+        "failing: " +
+        last_spill_error_.ToString());
+  }
+  item.credit = CleanCredit(item.credit);  // keeps the heaps ordered
+  const size_t before = host.queued;
+  if (options_.credit_scheduling) {
+    host.credit_raw += item.credit;
+    if (from_host_key != host_key) host.inbound_credit += item.credit;
+  }
+  const bool to_head =
+      store_ == nullptr || (host.chunks.empty() && host.tail.empty() &&
+                            host.head.size() < options_.head_items);
+  AddItemBytes(item);
+  if (to_head) {
+    host.head.push_back(std::move(item));
+  } else {
+    host.tail.push_back(std::move(item));
+    if (host.tail.size() >= options_.chunk_items &&
+        pushes_ >= spill_retry_at_push_) {
+      SpillTail(host);
+    }
+    if (!host.tail.empty() && !host.in_tail_list) {
+      host.in_tail_list = true;
+      tail_hosts_.push_back(&host);
+    }
+  }
+  ++host.queued;
   ++queued_;
-  // Only a new head changes the host's heap entry.
-  if (host.queue.size() == 1) Reschedule(host);
-  return true;
+  OnQueuedChange(host, before);
+  // Without credit scheduling only a new head changes the host's entry.
+  if (options_.credit_scheduling || before == 0) Reschedule(host);
+  EnforceBudget();
+  return Status::Ok();
+}
+
+bool Frontier::Push(std::string_view host_key, Item item,
+                    std::string_view from_host_key) {
+  return TryPush(host_key, std::move(item), from_host_key).ok();
 }
 
 bool Frontier::PushFront(std::string_view host_key, Item item) {
@@ -155,27 +775,84 @@ bool Frontier::PushFront(std::string_view host_key, Item item) {
     ++dropped_;
     return false;
   }
-  if (std::isnan(item.credit)) item.credit = 0.0;
-  host.queue.push_front(std::move(item));
+  item.credit = CleanCredit(item.credit);
+  const size_t before = host.queued;
+  if (options_.credit_scheduling) {
+    host.credit_raw += item.credit;
+    if (host.pages > 0) --host.pages;
+  }
+  AddItemBytes(item);
+  host.head.push_front(std::move(item));
+  ++host.queued;
   ++queued_;
+  OnQueuedChange(host, before);
   Reschedule(host);  // the head, and so its credit, changed
   return true;
 }
 
-std::optional<Frontier::Ready> Frontier::Pop(int64_t now_us) {
-  if (heap_.empty() || heap_.front().next_fetch_us > now_us) {
-    return std::nullopt;
-  }
-  HostState& host = *heap_.front().host;
-  std::pop_heap(heap_.begin(), heap_.end(), ServedLater());
-  heap_.pop_back();
+void Frontier::AddCredit(std::string_view host_key, double amount,
+                         std::string_view from_host_key) {
+  if (!(amount > 0.0) || !std::isfinite(amount)) return;
+  HostState& host = GetOrCreate(host_key);
+  host.credit_raw += amount;
+  if (from_host_key != host_key) host.inbound_credit += amount;
+  if (options_.credit_scheduling) Reschedule(host);
+}
 
-  Ready ready{*host.key, std::move(host.queue.front())};
-  host.queue.pop_front();
+std::optional<Frontier::Ready> Frontier::Pop(int64_t now_us) {
+  HostState* picked = nullptr;
+  if (options_.credit_scheduling) {
+    // Hosts whose time has come move to the credit-ordered heap.
+    while (!time_heap_.empty() && time_heap_.front().next_fetch_us <= now_us) {
+      HeapEntry e = time_heap_.front();
+      std::pop_heap(time_heap_.begin(), time_heap_.end(), ServedLater());
+      time_heap_.pop_back();
+      if (e.version == e.host->version) {
+        ready_heap_.push_back(e);
+        std::push_heap(ready_heap_.begin(), ready_heap_.end(), LessCredit());
+      }
+      DropStaleTops();
+    }
+    if (ready_heap_.empty()) return std::nullopt;
+    picked = ready_heap_.front().host;
+    std::pop_heap(ready_heap_.begin(), ready_heap_.end(), LessCredit());
+    ready_heap_.pop_back();
+  } else {
+    if (time_heap_.empty() || time_heap_.front().next_fetch_us > now_us) {
+      return std::nullopt;
+    }
+    picked = time_heap_.front().host;
+    std::pop_heap(time_heap_.begin(), time_heap_.end(), ServedLater());
+    time_heap_.pop_back();
+  }
+  HostState& host = *picked;
+
+  Ready ready{*host.key, std::move(host.head.front())};
+  host.head.pop_front();
+  SubItemBytes(ready.item);
+  if (options_.credit_scheduling) {
+    // The page's equal share of its host's credit (host-level AOPIC).
+    const double credit = CreditOf(host);
+    const double page =
+        credit > 0.0 ? credit / static_cast<double>(host.queued) : 0.0;
+    host.credit_raw -= page;
+    const double tax = page * options_.tax;
+    lambda_ += tax;
+    ready.item.credit = page - tax;
+  }
+  const size_t before = host.queued;
+  --host.queued;
   --queued_;
+  ++host.pages;
   host.in_flight = true;
   ++in_flight_;
-  Reschedule(host);  // in flight: invalidates nothing else, cleans the top
+  if (host.head.size() < options_.low_water_items) Refill(host);
+  OnQueuedChange(host, before);
+  Reschedule(host);  // in flight: invalidates nothing else, cleans the tops
+  if (options_.credit_scheduling &&
+      ++pops_since_share_ >= options_.lambda_interval) {
+    ShareLambda();
+  }
   return ready;
 }
 
@@ -283,9 +960,108 @@ void Frontier::Retire(std::string_view host_key) {
   Reschedule(host);
 }
 
+Status Frontier::Checkpoint() {
+  if (store_ == nullptr) return Status::Ok();
+  std::string payload;
+  Put<double>(&payload, lambda_);
+  Put<uint64_t>(&payload, hosts_.size());
+  std::vector<ChunkRef> refs;
+  Status failed;
+  auto append = [&](auto begin, auto end, std::vector<ChunkRef>* out) {
+    if (begin == end || !failed.ok()) return;
+    auto ref = store_->Append(begin, end);
+    if (!ref.ok()) {
+      failed = ref.status();
+      return;
+    }
+    refs.push_back(*ref);  // Append() counted the manifest's reference
+    out->push_back(*ref);
+  };
+  std::vector<ChunkRef> host_refs;
+  for (auto& [key, hp] : hosts_) {
+    HostState& h = *hp;
+    host_refs.clear();
+    append(h.head.begin(), h.head.end(), &host_refs);
+    for (const ChunkRef& c : h.chunks) {
+      store_->Ref(c.segment);
+      refs.push_back(c);
+      host_refs.push_back(c);
+    }
+    append(h.tail.begin(), h.tail.end(), &host_refs);
+    if (!failed.ok()) break;
+    Put<uint32_t>(&payload, static_cast<uint32_t>(key.size()));
+    payload.append(key);
+    Put<uint8_t>(&payload, h.retired ? 1 : 0);
+    Put<int64_t>(&payload, h.crawl_delay_us);
+    Put<double>(&payload, CreditOf(h));
+    Put<double>(&payload, h.inbound_credit);
+    Put<uint64_t>(&payload, h.pages);
+    Put<uint64_t>(&payload, h.fetched);
+    Put<uint64_t>(&payload, h.dropped);
+    Put<uint32_t>(&payload, static_cast<uint32_t>(host_refs.size()));
+    for (const ChunkRef& c : host_refs) {
+      Put<uint32_t>(&payload, c.segment);
+      Put<uint32_t>(&payload, c.count);
+      Put<uint64_t>(&payload, c.offset);
+      Put<uint32_t>(&payload, c.bytes);
+    }
+  }
+  if (failed.ok()) failed = store_->Sync();
+  if (failed.ok()) {
+    std::string file(kManifestMagic, 8);
+    Put<uint64_t>(&file, payload.size());
+    Put<uint64_t>(&file, XXH3_64bits(payload.data(), payload.size()));
+    file.append(payload);
+    const std::string dir = store_->dir;
+    const std::string tmp = dir + "/MANIFEST.tmp";
+    int fd =
+        ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      failed = Status::IOError(ErrnoText("open " + tmp));
+    } else {
+      failed = WriteAll(fd, file, tmp);
+      if (failed.ok() && ::fsync(fd) != 0) {
+        failed = Status::IOError(ErrnoText("fsync " + tmp));
+      }
+      ::close(fd);
+      if (failed.ok() &&
+          ::rename(tmp.c_str(), (dir + "/MANIFEST").c_str()) != 0) {
+        failed = Status::IOError(ErrnoText("rename " + tmp));
+      }
+      if (failed.ok()) {
+        // The rename is durable only once the directory is synced.
+        int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+          ::fsync(dfd);
+          ::close(dfd);
+        }
+      }
+    }
+  }
+  std::vector<ChunkRef> released;
+  if (failed.ok()) {
+    released.swap(store_->manifest_refs);
+    store_->manifest_refs = std::move(refs);
+  } else {
+    released = std::move(refs);  // the old manifest stays the valid one
+    ++spill_errors_;
+    last_spill_error_ = failed;
+  }
+  for (const ChunkRef& c : released) store_->Unref(c.segment);
+  return failed;
+}
+
 int64_t Frontier::NextReadyUs() const {
-  // Reschedule() and Pop() leave a valid entry on top (DropStaleTop).
-  return heap_.empty() ? kNever : heap_.front().next_fetch_us;
+  // Reschedule() and Pop() leave valid entries on top (DropStaleTops).
+  int64_t next = time_heap_.empty() ? kNever : time_heap_.front().next_fetch_us;
+  if (!ready_heap_.empty()) {
+    next = std::min(next, ready_heap_.front().next_fetch_us);
+  }
+  return next;
+}
+
+bool Frontier::Idle() const {
+  return in_flight_ == 0 && time_heap_.empty() && ready_heap_.empty();
 }
 
 std::optional<HostInfo> Frontier::Host(std::string_view host_key) const {
@@ -293,7 +1069,8 @@ std::optional<HostInfo> Frontier::Host(std::string_view host_key) const {
   if (it == hosts_.end()) return std::nullopt;
   const HostState& h = *it->second;
   HostInfo info;
-  info.queued = h.queue.size();
+  info.queued = h.queued;
+  info.in_memory = h.head.size() + h.tail.size();
   info.in_flight = h.in_flight;
   info.next_fetch_us = h.next_fetch_us;
   info.consecutive_errors = h.consecutive_errors;
@@ -301,6 +1078,11 @@ std::optional<HostInfo> Frontier::Host(std::string_view host_key) const {
   info.crawl_delay_us = h.crawl_delay_us;
   info.fetched = h.fetched;
   info.dropped = h.dropped;
+  // Spending a host's whole credit can leave -1e-17 of rounding behind.
+  info.credit = std::max(0.0, CreditOf(h));
+  info.inbound_credit = h.inbound_credit;
+  info.pages = h.pages;
+  info.page_budget = PageBudget(h);
   return info;
 }
 

@@ -4,15 +4,18 @@
 #include "frontier/frontier.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace crawld::frontier {
@@ -323,8 +326,12 @@ TEST(CrawldFrontier, NextReadyUsIsTheEarliestPoppableHost) {
   EXPECT_EQ(f.NextReadyUs(), kNever);
 }
 
+// The first version's order, kept with credit scheduling off; with it on,
+// credit beats an earlier ready time (credit_test.cc).
 TEST(CrawldFrontier, EarliestReadyFirstThenMostCredit) {
-  Frontier f(Options{});
+  Options o;
+  o.credit_scheduling = false;
+  Frontier f(o);
   f.Push("http://low:80", MakeItem("low", 0.5));
   f.Push("http://high:80", MakeItem("high", 4.0));
   f.Push("http://mid:80", MakeItem("mid", 2.0));
@@ -560,10 +567,17 @@ class ModelScheduler {
   Options o_;
 };
 
-class FrontierModelTest : public ::testing::TestWithParam<uint32_t> {};
+// (seed, spill): the same model with everything in memory, and with tiny
+// heads, chunks and memory budget so that queues cross the disk constantly
+// (per-host FIFO order must not notice). The model is the earliest-ready
+// scheduler, so credit scheduling is off (credit_test.cc covers it).
+class FrontierModelTest
+    : public ::testing::TestWithParam<std::tuple<uint32_t, bool>> {};
 
 TEST_P(FrontierModelTest, AgreesWithNaiveScheduler) {
-  std::mt19937_64 rng(GetParam());
+  const uint32_t seed = std::get<0>(GetParam());
+  const bool spill = std::get<1>(GetParam());
+  std::mt19937_64 rng(seed);
   auto uniform = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
   };
@@ -575,8 +589,31 @@ TEST_P(FrontierModelTest, AgreesWithNaiveScheduler) {
   o.max_consecutive_errors = static_cast<int>(uniform(2, 6));
   o.error_backoff_base_us = uniform(0, 4) * 1000;
   o.max_backoff_us = o.error_backoff_base_us + uniform(0, 30) * 1000;
-
-  Frontier f(o);
+  o.credit_scheduling = false;
+  struct DirGuard {
+    std::filesystem::path dir;
+    ~DirGuard() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  } guard;
+  std::filesystem::path dir;
+  if (spill) {
+    dir = std::filesystem::temp_directory_path() /
+          ("crawld-frontier-model-" + std::to_string(::getpid()) + "-" +
+           std::to_string(seed));
+    std::filesystem::remove_all(dir);
+    guard.dir = dir;
+    o.spill_dir = dir.string();
+    o.head_items = 3;
+    o.low_water_items = 2;
+    o.chunk_items = 4;
+    o.memory_budget_bytes = 2000;
+    o.segment_bytes = 4096;
+  }
+  auto opened = Frontier::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Frontier& f = **opened;
   ModelScheduler m(o);
   const int kHosts = static_cast<int>(uniform(1, 12));
   auto host_name = [](int64_t i) {
@@ -586,9 +623,10 @@ TEST_P(FrontierModelTest, AgreesWithNaiveScheduler) {
   int64_t now = 0;
   int serial = 0;
   int pops = 0;
+  size_t longest_queue = 0;
 
   for (int step = 0; step < 4000; ++step) {
-    SCOPED_TRACE("seed " + std::to_string(GetParam()) + " step " +
+    SCOPED_TRACE("seed " + std::to_string(seed) + " step " +
                  std::to_string(step) + " now " + std::to_string(now));
     const int64_t op = uniform(0, 99);
     if (op < 30) {  // push at the tail, or at the head
@@ -666,14 +704,23 @@ TEST_P(FrontierModelTest, AgreesWithNaiveScheduler) {
       ASSERT_EQ(info->consecutive_errors, mh.errors) << mh.key;
       ASSERT_EQ(info->crawl_delay_us, mh.crawl_delay) << mh.key;
       ASSERT_EQ(info->fetched, mh.fetched) << mh.key;
+      longest_queue = std::max(longest_queue, mh.queue.size());
     }
   }
   EXPECT_GT(pops, 0);
   EXPECT_EQ(f.ignored_completions(), 0u);
+  EXPECT_EQ(f.spill_errors(), 0u);
+  if (spill) {
+    // Any queue longer than head + chunk must have crossed the disk.
+    if (longest_queue > o.head_items + o.chunk_items) {
+      EXPECT_GT(f.spilled_items(), 0u);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, FrontierModelTest,
-                         ::testing::Range<uint32_t>(1, 41));
+                         ::testing::Combine(::testing::Range<uint32_t>(1, 41),
+                                            ::testing::Bool()));
 
 }  // namespace
 }  // namespace crawld::frontier

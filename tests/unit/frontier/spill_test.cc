@@ -1,0 +1,313 @@
+// Disk spill and checkpoint recovery of the frontier (frontier/frontier.h,
+// Options::spill_dir, Checkpoint(), Open()). Every test works in its own
+// temporary directory and removes it.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontier/frontier.h"
+
+namespace crawld::frontier {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SpillTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("crawld-frontier-spill-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Small buffers so that a few hundred items cross the disk many times.
+  Options SpillOptions() const {
+    Options o;
+    o.spill_dir = dir_.string();
+    o.credit_scheduling = false;
+    o.min_delay_us = 0;
+    o.head_items = 4;
+    o.low_water_items = 2;
+    o.chunk_items = 8;
+    o.memory_budget_bytes = 4096;
+    o.segment_bytes = 4096;
+    return o;
+  }
+
+  std::unique_ptr<Frontier> OpenOrDie(const Options& o) {
+    auto f = Frontier::Open(o);
+    EXPECT_TRUE(f.ok()) << f.status().ToString();
+    return f.ok() ? std::move(f.value()) : nullptr;
+  }
+
+  std::vector<fs::path> Segments() const {
+    std::vector<fs::path> out;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      if (e.path().filename().string().rfind("seg-", 0) == 0) {
+        out.push_back(e.path());
+      }
+    }
+    return out;
+  }
+
+  fs::path dir_;
+};
+
+Item MakeItem(const std::string& host, int i) {
+  Item item;
+  item.url =
+      host + "/page/" + std::to_string(i) + "/" + std::string(i % 50, 'x');
+  item.fingerprint = 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(i + 1);
+  item.depth = static_cast<uint16_t>(i % 300);
+  item.redirects = static_cast<uint8_t>(i % 5);
+  item.credit = 0.5 * (i % 9);
+  return item;
+}
+
+std::string HostName(int h) { return "http://h" + std::to_string(h) + ":80"; }
+
+// Pops everything (no delays), completing each fetch; items per host in
+// the order they came out.
+std::map<std::string, std::vector<Item>> Drain(Frontier& f) {
+  std::map<std::string, std::vector<Item>> out;
+  int64_t now = 0;
+  for (;;) {
+    auto r = f.Pop(now);
+    if (!r) {
+      // Jump to the next politeness time (a Crawl-delay), if any.
+      if (f.NextReadyUs() == std::numeric_limits<int64_t>::max()) break;
+      now = f.NextReadyUs();
+      continue;
+    }
+    out[r->host_key].push_back(r->item);
+    f.Complete(r->host_key, now, Completion{});
+    ++now;
+  }
+  return out;
+}
+
+void ExpectSameItems(const std::vector<Item>& got,
+                     const std::vector<Item>& want, const std::string& host) {
+  ASSERT_EQ(got.size(), want.size()) << host;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].url, want[i].url) << host << " #" << i;
+    EXPECT_EQ(got[i].fingerprint, want[i].fingerprint);
+    EXPECT_EQ(got[i].depth, want[i].depth);
+    EXPECT_EQ(got[i].redirects, want[i].redirects);
+    EXPECT_EQ(got[i].credit, want[i].credit);
+  }
+}
+
+TEST_F(SpillTest, CheckpointThenReopenRecoversEveryQueueInOrder) {
+  const int kHosts = 7;
+  const int kItems = 3000;
+  std::map<std::string, std::vector<Item>> want;
+  {
+    auto f = OpenOrDie(SpillOptions());
+    ASSERT_TRUE(f);
+    for (int i = 0; i < kItems; ++i) {
+      const std::string h = HostName(i % kHosts);
+      ASSERT_TRUE(f->Push(h, MakeItem(h, i)));
+      want[h].push_back(MakeItem(h, i));
+    }
+    EXPECT_GT(f->spilled_items(), static_cast<uint64_t>(kItems / 2));
+    EXPECT_LE(f->memory_bytes(), SpillOptions().memory_budget_bytes);
+    // Some pops (and a put-back) before the checkpoint.
+    for (int k = 0; k < 3; ++k) {
+      auto r = f->Pop(0);
+      ASSERT_TRUE(r);
+      auto& q = want[r->host_key];
+      ASSERT_EQ(r->item.url, q.front().url);
+      if (k == 2) {
+        ASSERT_TRUE(f->PushFront(r->host_key, r->item));
+        f->Release(r->host_key);
+      } else {
+        q.erase(q.begin());
+        f->Complete(r->host_key, 0, Completion{});
+      }
+    }
+    f->SetCrawlDelay(HostName(1), 3'000'000);
+    f->Retire("http://gone:80");
+    ASSERT_TRUE(f->Checkpoint().ok()) << f->last_spill_error().ToString();
+    // Work after the checkpoint is not part of it.
+    f->Push(HostName(0), MakeItem(HostName(0), 999999));
+  }
+  auto f = OpenOrDie(SpillOptions());
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->queued(), static_cast<size_t>(kItems - 2));
+  EXPECT_EQ(f->Host(HostName(1))->crawl_delay_us, 3'000'000);
+  EXPECT_TRUE(f->Host("http://gone:80")->retired);
+  EXPECT_FALSE(f->Push("http://gone:80", MakeItem("http://gone:80", 1)));
+  auto got = Drain(*f);
+  for (int h = 0; h < kHosts; ++h) {
+    ExpectSameItems(got[HostName(h)], want[HostName(h)], HostName(h));
+  }
+  EXPECT_EQ(f->spill_errors(), 0u);
+  EXPECT_EQ(f->lost_items(), 0u);
+  EXPECT_TRUE(f->Idle());
+}
+
+TEST_F(SpillTest, DestroyWithoutCheckpointLeavesNothingBehind) {
+  {
+    auto f = OpenOrDie(SpillOptions());
+    for (int i = 0; i < 500; ++i) f->Push(HostName(i % 3), MakeItem("u", i));
+    EXPECT_FALSE(Segments().empty());
+  }
+  EXPECT_TRUE(Segments().empty());
+  auto f = OpenOrDie(SpillOptions());
+  EXPECT_EQ(f->queued(), 0u);
+}
+
+TEST_F(SpillTest, ConsumedSegmentsAreDeleted) {
+  auto f = OpenOrDie(SpillOptions());
+  for (int i = 0; i < 2000; ++i) f->Push(HostName(i % 2), MakeItem("u", i));
+  const size_t full = Segments().size();
+  EXPECT_GT(full, 5u);
+  Drain(*f);
+  EXPECT_LE(Segments().size(), 1u);  // at most the one open for appends
+}
+
+TEST_F(SpillTest, MemoryStaysWithinBudgetWhileQueuesGrow) {
+  Options o = SpillOptions();
+  o.memory_budget_bytes = 16 * 1024;
+  auto f = OpenOrDie(o);
+  for (int i = 0; i < 20000; ++i) {
+    f->Push(HostName(i % 20), MakeItem(HostName(i % 20), i));
+    ASSERT_LE(f->memory_bytes(), o.memory_budget_bytes) << i;
+  }
+  for (int h = 0; h < 20; ++h) {
+    auto info = f->Host(HostName(h));
+    EXPECT_EQ(info->queued, 1000u);
+    EXPECT_LE(info->in_memory, o.head_items + o.chunk_items);
+  }
+}
+
+TEST_F(SpillTest, CorruptChunkIsCountedNotSilentAndOtherHostsGoOn) {
+  {
+    auto f = OpenOrDie(SpillOptions());
+    for (int i = 0; i < 400; ++i) f->Push(HostName(i % 2), MakeItem("u", i));
+    ASSERT_TRUE(f->Checkpoint().ok());
+  }
+  // Flip a byte in the middle of every segment file.
+  for (const fs::path& p : Segments()) {
+    std::fstream file(p, std::ios::in | std::ios::out | std::ios::binary);
+    const auto size = fs::file_size(p);
+    file.seekp(static_cast<std::streamoff>(size / 2));
+    file.put('\x7f' ^ 0x55);
+  }
+  auto f = OpenOrDie(SpillOptions());
+  ASSERT_TRUE(f);
+  Drain(*f);
+  EXPECT_GT(f->spill_errors(), 0u);
+  EXPECT_GT(f->lost_items(), 0u);
+  EXPECT_EQ(f->last_spill_error().code(), Status::Code::kCorruption);
+  EXPECT_TRUE(f->Idle());
+  EXPECT_EQ(f->queued(), 0u);
+}
+
+TEST_F(SpillTest, CorruptOrTruncatedManifestIsAnErrorNotAnEmptyFrontier) {
+  {
+    auto f = OpenOrDie(SpillOptions());
+    for (int i = 0; i < 100; ++i) f->Push(HostName(i % 2), MakeItem("u", i));
+    ASSERT_TRUE(f->Checkpoint().ok());
+  }
+  const fs::path manifest = dir_ / "MANIFEST";
+  const auto size = fs::file_size(manifest);
+  fs::copy_file(manifest, dir_ / "good");
+  fs::resize_file(manifest, size - 3);
+  auto f = Frontier::Open(SpillOptions());
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), Status::Code::kCorruption);
+  fs::resize_file(manifest, 10);
+  f = Frontier::Open(SpillOptions());
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), Status::Code::kCorruption);
+  // The segments were not thrown away by the failed opens.
+  fs::copy_file(dir_ / "good", manifest, fs::copy_options::overwrite_existing);
+  f = Frontier::Open(SpillOptions());
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ((*f)->queued(), 100u);
+}
+
+TEST_F(SpillTest, UnusableSpillDirIsAnError) {
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "file") << "x";
+  Options o = SpillOptions();
+  o.spill_dir = (dir_ / "file" / "spill").string();
+  auto f = Frontier::Open(o);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), Status::Code::kIOError);
+}
+
+TEST_F(SpillTest, FailingDiskKeepsAcceptedItemsAndRefusesWhenOverBudget) {
+  Options o = SpillOptions();
+  auto f = OpenOrDie(o);
+  std::vector<Item> accepted;
+  int refused = 0;
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(f->Push(HostName(0), MakeItem(HostName(0), i)));
+    accepted.push_back(MakeItem(HostName(0), i));
+  }
+  // The directory disappears: the next segment cannot be created.
+  fs::remove_all(dir_);
+  for (int i = 200; i < 5000; ++i) {
+    Status s = f->TryPush(HostName(0), MakeItem(HostName(0), i));
+    if (s.ok()) {
+      accepted.push_back(MakeItem(HostName(0), i));
+    } else {
+      EXPECT_EQ(s.code(), Status::Code::kResourceExhausted) << s.ToString();
+      ++refused;
+    }
+  }
+  EXPECT_GT(f->spill_errors(), 0u);
+  EXPECT_EQ(f->last_spill_error().code(), Status::Code::kIOError);
+  EXPECT_GT(refused, 0);
+  EXPECT_EQ(f->dropped(), static_cast<uint64_t>(refused));
+  EXPECT_LE(f->memory_bytes(), 3 * o.memory_budget_bytes);
+  EXPECT_FALSE(f->Checkpoint().ok());
+  // Every accepted item still comes out, in order (open segment files
+  // stay readable).
+  auto got = Drain(*f);
+  ExpectSameItems(got[HostName(0)], accepted, HostName(0));
+  EXPECT_EQ(f->lost_items(), 0u);
+}
+
+TEST_F(SpillTest, CreditAndBudgetSurviveReopen) {
+  Options o = SpillOptions();
+  o.credit_scheduling = true;
+  o.seed_credit = 0.0;
+  o.base_page_budget = 2;
+  o.budget_pages_per_credit = 0.0;
+  {
+    auto f = OpenOrDie(o);
+    for (int i = 0; i < 20; ++i) {
+      f->Push("http://a:80", MakeItem("a", i), "http://a:80");
+    }
+    f->AddCredit("http://a:80", 7.0, "http://b:80");
+    ASSERT_TRUE(f->Pop(0));
+    f->Complete("http://a:80", 0, Completion{});
+    ASSERT_TRUE(f->Checkpoint().ok());
+  }
+  auto f = OpenOrDie(o);
+  auto a = f->Host("http://a:80");
+  EXPECT_EQ(a->pages, 1u);
+  EXPECT_EQ(a->queued, 19u);
+  EXPECT_DOUBLE_EQ(a->inbound_credit, 7.0);
+  EXPECT_GT(a->credit, 0.0);
+  EXPECT_TRUE(f->Pop(0));
+  f->Complete("http://a:80", 0, Completion{});
+  EXPECT_FALSE(f->Pop(1'000'000'000));  // budget of 2 pages reached
+}
+
+}  // namespace
+}  // namespace crawld::frontier
