@@ -1,5 +1,6 @@
 // store/ benchmarks: writing WARC exchanges (records/s, bytes/s), reading
-// them back, and the per-record gzip cost of libdeflate against zlib.
+// them back, the per-record gzip cost of libdeflate against zlib, and the
+// per-record overhead of the CDXJ index and the document feed.
 // Figures and the command line: docs/bench/store.md.
 //
 // Input: a deterministic 20 KB HTML page (a fixed-seed generator over an
@@ -117,6 +118,124 @@ void BM_WriteExchange20KB(benchmark::State& state) {
   std::filesystem::remove_all(dir);
 }
 BENCHMARK(BM_WriteExchange20KB)->Arg(1)->Arg(6)->Arg(9);
+
+// The same exchange at level 6, with the index and feed off (arg 0), the
+// CDXJ index only (1), or index + feed (2): the difference to arg 0 is the
+// index/feed overhead per response record.
+void BM_WriteExchangeIndexed20KB(benchmark::State& state) {
+  const std::string dir = TempDir();
+  crawld::store::Options o;
+  o.dir = dir + "/warc";
+  o.gzip_level = 6;
+  o.fsync_on_rotate = false;
+  o.fsync_on_flush = false;
+  o.rotate_bytes = 256ull << 20;
+  if (state.range(0) >= 1) o.index_dir = dir + "/index";
+  o.write_feed = state.range(0) >= 2;
+  auto w = crawld::store::WarcWriter::Open(o);
+  if (!w.ok()) {
+    state.SkipWithError(w.status().ToString().c_str());
+    return;
+  }
+  crawld::DocBuffer body;
+  (void)body.Append(Html20k());
+  auto fetch = MakeFetch(&body);
+  int i = 0;
+  for (auto _ : state) {
+    // Distinct URLs, as in a crawl (the SURT key is computed per record).
+    fetch.target_uri =
+        "http://www.bench.test/section/" + std::to_string(i++) + "/page.html";
+    auto ex = (*w)->WriteExchange(fetch);
+    if (!ex.ok()) {
+      state.SkipWithError(ex.status().ToString().c_str());
+      break;
+    }
+  }
+  (void)(*w)->Close();
+  state.SetItemsProcessed(state.iterations());
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_WriteExchangeIndexed20KB)->Arg(0)->Arg(1)->Arg(2);
+
+// The index/feed work alone, without the WARC: a SURT key, a CDXJ line
+// and a feed append per item.
+void BM_SurtKey(benchmark::State& state) {
+  const std::string url =
+      "http://www.bench.test/section/12/Page.html?utm=x&b=2&a=1";
+  for (auto _ : state) benchmark::DoNotOptimize(crawld::store::Surt(url));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_SurtKey);
+
+crawld::store::FeedEntry BenchEntry(int i) {
+  crawld::store::FeedEntry e;
+  e.url = "http://www.bench.test/section/" + std::to_string(i) + "/page.html";
+  e.warc_file = "crawld-20240102030405-00000-00000.warc.gz";
+  e.offset = static_cast<uint64_t>(i) * 7000;
+  e.length = 6543;
+  e.digest = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ";
+  e.status = 200;
+  e.mime = "text/html";
+  e.fetch_time_us = 1700000000000000 + i;
+  return e;
+}
+
+void BM_FeedAppend(benchmark::State& state) {
+  const std::string dir = TempDir();
+  crawld::store::FeedOptions o;
+  o.dir = dir;
+  o.fsync = false;
+  auto w = crawld::store::FeedWriter::Open(o);
+  if (!w.ok()) {
+    state.SkipWithError(w.status().ToString().c_str());
+    return;
+  }
+  int i = 0;
+  for (auto _ : state) {
+    if (!(*w)->Append(BenchEntry(i++)).ok()) {
+      state.SkipWithError("append failed");
+      break;
+    }
+  }
+  (void)(*w)->Close();
+  state.SetItemsProcessed(state.iterations());
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_FeedAppend);
+
+// A consumer reading the feed in pages of state.range(0) entries.
+void BM_FeedReadPages(benchmark::State& state) {
+  const std::string dir = TempDir();
+  crawld::store::FeedOptions o;
+  o.dir = dir;
+  o.fsync = false;
+  o.segment_bytes = 1 << 20;
+  constexpr int kEntries = 20000;
+  {
+    auto w = crawld::store::FeedWriter::Open(o);
+    for (int i = 0; i < kEntries; ++i) (void)(*w)->Append(BenchEntry(i));
+    (void)(*w)->Close();
+  }
+  auto r = crawld::store::FeedReader::Open(dir);
+  const size_t page = static_cast<size_t>(state.range(0));
+  for (auto _ : state) {
+    std::string cursor;
+    size_t n = 0;
+    for (;;) {
+      auto p = (*r)->Read(cursor, page);
+      if (!p.ok() || p->entries.empty()) break;
+      n += p->entries.size();
+      cursor = p->next_cursor;
+    }
+    if (n != kEntries) {
+      state.SkipWithError("feed read incomplete");
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * kEntries);
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_FeedReadPages)->Arg(100)->Arg(1000)->Unit(benchmark::kMillisecond);
 
 // Reading and verifying the records back (decompress + parse + sha1).
 void BM_VerifyFile(benchmark::State& state) {

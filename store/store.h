@@ -1,6 +1,8 @@
 // store/store.h: the document store. Writes what the crawler fetched as
 // WARC/1.1 records (ISO 28500:2017), one gzip member per record, in files
-// rotated by size; reads and verifies such files.
+// rotated by size; reads and verifies such files. Alongside the WARCs it
+// keeps a CDXJ index per WARC file and an append-only document feed
+// (cursor-addressed log of stored records) for indexers.
 //
 // Spec: WARC/1.1,
 // https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/
@@ -21,12 +23,19 @@
 //   omitted (WARC 1.1 section 5.9 makes it optional).
 // - A request and its response are always written to the same file, so
 //   WARC-Concurrent-To never points into another file.
+// - CDXJ (pywb/OutbackCDX form, https://specs.webrecorder.net/cdxj/0.1.0/)
+//   is appended unsorted as records are written; SortCdxj() makes the
+//   sorted copy lookups need. SURT keys follow the python `surt` package
+//   defaults, except that path session ids (ASP.NET "(S(...))") are kept.
+// - Index and feed lines are written only after the WARC record they name
+//   is complete, so they never point at bytes that are not there.
 #ifndef CRAWLD_STORE_STORE_H_
 #define CRAWLD_STORE_STORE_H_
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -71,6 +80,30 @@ struct Options {
   // Flush() also fdatasyncs the current file (records are handed to the OS
   // as they are written; this decides whether Flush() waits for the disk).
   bool fsync_on_flush = true;
+
+  // --- Index, feed, conversion records ---
+
+  // Directory for the CDXJ index (<index_dir>/<warc-basename>.cdxj) and,
+  // with write_feed, the document feed (<index_dir>/feed/); normally
+  // <data>/index. Empty: neither is written (the WARCs alone).
+  std::string index_dir;
+  // Append an entry to the document feed for every response and revisit.
+  bool write_feed = true;
+  // Start a new feed segment once the current one reaches this size (bytes).
+  // Clamped to >= 4096.
+  uint64_t feed_segment_bytes = 64ull << 20;
+  // WriteConversion() writes `conversion` records only when this is true
+  // (the extracted text roughly doubles the text share of the archive).
+  bool conversion_records = false;
+};
+
+// Index facts the writer cannot see in the bytes it stores. They go into
+// the CDXJ line and the feed entry of the record.
+struct IndexFlags {
+  // The page asked not to be indexed (meta robots / X-Robots-Tag noindex).
+  bool noindex = false;
+  // URL of an earlier document this one is a near-duplicate of ("" = none).
+  std::string near_duplicate_of;
 };
 
 // Where a record lives: `file` is the basename, `offset` and `length` the
@@ -98,6 +131,14 @@ struct FetchRecord {
   const DocBuffer* body = nullptr;
   // "" or the WARC-Truncated reason: "length", "time", "disconnect".
   std::string truncated;
+
+  // For the CDXJ index and the feed only (the WARC keeps the raw head).
+  // MIME type without parameters; "" = taken from the Content-Type of
+  // response_head ("unk" when there is none).
+  std::string mime;
+  // HTTP status; -1 = taken from response_head (0 when unparseable).
+  int status = -1;
+  IndexFlags flags;
 };
 
 struct WrittenExchange {
@@ -113,6 +154,8 @@ struct WrittenExchange {
 // Failure model: when a write fails (disk full, EFBIG, EIO) the file is
 // truncated back to where the failed call started, so it still ends at its
 // last complete record, and IOError is returned; the writer stays usable.
+// With Options::index_dir, the CDXJ line and the feed entry of a response or
+// revisit are written after its record and cut back with it on failure.
 // If even that truncation fails, the writer refuses further writes.
 class WarcWriter {
  public:
@@ -151,13 +194,26 @@ class WarcWriter {
 
   // Writes a `metadata` record about `target_uri` with the given content
   // type and block; `concurrent_to` (a record id, may be empty) becomes
-  // WARC-Concurrent-To. Errors as for WriteExchange.
+  // WARC-Concurrent-To. For outlinks use content type
+  // "application/warc-fields" and OutlinksMetadataBlock(). Errors as for
+  // WriteExchange.
   [[nodiscard]] Result<RecordRef> WriteMetadata(
       const std::string& target_uri, const std::string& concurrent_to,
       int64_t time_us, std::string_view content_type, std::string_view block);
 
+  // Writes a `conversion` record (WARC 1.1 section 6.8) holding `text`, the
+  // text extracted from the response `refers_to_record_id`, as
+  // "text/plain; charset=utf-8", with WARC-Refers-To. Returns nullopt and
+  // writes nothing unless Options::conversion_records. Errors as for
+  // WriteMetadata.
+  [[nodiscard]] Result<std::optional<RecordRef>> WriteConversion(
+      const std::string& target_uri, const std::string& refers_to_record_id,
+      int64_t time_us, std::string_view text);
+
   // Every record written so far is with the OS already; with fsync_on_flush
-  // this also waits until it is on disk. IOError if fdatasync fails.
+  // this also waits until it is on disk (the WARC first, then the index
+  // and the feed, so that after a power loss the feed is never ahead of
+  // the WARC as of the last Flush). IOError if fdatasync fails.
   [[nodiscard]] Status Flush();
 
   // fsync (if fsync_on_rotate) and close; later writes fail with
@@ -170,6 +226,8 @@ class WarcWriter {
   [[nodiscard]] std::string current_file() const;
   // Bytes in the current file; the offset the next record would get.
   [[nodiscard]] uint64_t current_offset() const;
+  // Path of the CDXJ file of current_file() ("" without index_dir).
+  [[nodiscard]] std::string current_index_path() const;
   // Options after clamping.
   [[nodiscard]] const Options& options() const;
 
@@ -292,6 +350,176 @@ struct VerifyReport {
 
 // "sha1:" + RFC 4648 base32 of SHA-1(data), the form WARC digests take.
 [[nodiscard]] std::string Sha1Digest(std::string_view data);
+
+// The block of a `metadata` record listing a page's outlinks, as
+// application/warc-fields: one "outlink: <url>" line (CRLF) per link, the
+// field Heritrix writes (without its hop/context columns). A link holding
+// CR, LF or NUL is left out: it would forge a field.
+[[nodiscard]] std::string OutlinksMetadataBlock(
+    const std::vector<std::string>& links);
+
+// Cuts a line-oriented file (CDXJ, feed segment) after its last '\n',
+// dropping a line half-written by a crash. Returns the new size. IOError
+// when the file cannot be read or truncated.
+// REQUIRES: no writer has the file open.
+[[nodiscard]] Result<uint64_t> TruncateToLastCompleteLine(
+    const std::string& path);
+
+// ---------------------------------------------------------------------------
+// CDXJ index
+// ---------------------------------------------------------------------------
+
+// The SURT sort key of a URL as pywb and the python `surt` package write it
+// by default (no scheme, no trailing comma): host labels reversed and
+// comma-joined with "www", "www2", ... dropped, ")" and the path; default
+// port, userinfo, fragment and an empty query dropped; tab/CR/LF removed;
+// percent-escapes decoded repeatedly and only what must be escaped
+// (controls, space, '#', '%', non-ASCII) escaped again; "//" in the path
+// collapsed; a trailing "/" dropped except for the root; query arguments
+// sorted; jsessionid/phpsessid/sid/aspsessionid query session ids dropped;
+// everything lower-cased. "http://www.Example.com/A/?b=2&a=1" ->
+// "com,example)/a?a=1&b=2". A dotted-quad host is not reversed. A URL
+// without "//" after its scheme (dns:, mailto:) is returned as it is;
+// "" gives "-".
+[[nodiscard]] std::string Surt(std::string_view url);
+
+// One CDXJ line: "<surt> <timestamp> {json}\n".
+struct CdxjEntry {
+  std::string surt;       // sort key, Surt(url)
+  std::string timestamp;  // 14 digits, UTC, YYYYMMDDhhmmss
+  std::string url;
+  std::string mime;      // "warc/revisit" for revisits, as pywb writes
+  int status = 0;        // 0 = unknown
+  std::string digest;    // payload digest, base32 without "sha1:" (pywb form)
+  uint64_t length = 0;   // gzip member length of the record
+  uint64_t offset = 0;   // gzip member offset in `filename`
+  std::string filename;  // WARC basename
+  bool revisit = false;
+  IndexFlags flags;
+};
+
+// The line for `e`, newline included.
+[[nodiscard]] std::string FormatCdxjLine(const CdxjEntry& e);
+// Parses one line (with or without its '\n'). InvalidArgument, naming what
+// is wrong, for anything that is not a CDXJ line.
+[[nodiscard]] Result<CdxjEntry> ParseCdxjLine(std::string_view line);
+
+// Writes a sorted copy of the CDXJ file `in` to `out` (byte order, i.e.
+// `LC_ALL=C sort`, what pywb and OutbackCDX expect), via a temporary file
+// renamed into place, so `out` is either absent/old or complete. A torn
+// last line (no '\n') is left out. Returns the number of lines written.
+// IOError on read or write failure; `in` may equal `out`.
+[[nodiscard]] Result<uint64_t> SortCdxj(const std::string& in,
+                                        const std::string& out);
+
+// Every entry of the CDXJ file `path` whose key is Surt(url), in file
+// order (a linear scan: works on sorted and unsorted files). IOError when
+// the file cannot be read, Corruption for a malformed complete line.
+[[nodiscard]] Result<std::vector<CdxjEntry>> LookupCdxj(const std::string& path,
+                                                        std::string_view url);
+
+// ---------------------------------------------------------------------------
+// Document feed
+// ---------------------------------------------------------------------------
+
+// One stored record, as an indexer needs it to fetch and process it.
+struct FeedEntry {
+  std::string url;
+  std::string warc_file;  // WARC basename
+  uint64_t offset = 0;    // gzip member of the record in warc_file
+  uint64_t length = 0;
+  std::string digest;  // "sha1:<BASE32>" payload digest, as in the WARC
+  int status = 0;      // HTTP status, 0 = unknown
+  std::string mime;    // MIME type without parameters
+  int64_t fetch_time_us = 0;
+  bool revisit = false;  // a revisit record (digest names the original)
+  IndexFlags flags;
+  // Set by FeedReader: the cursor just after this entry (what a consumer
+  // stores once it has processed the entry). Ignored by FeedWriter.
+  std::string cursor;
+};
+
+struct FeedOptions {
+  // Feed directory (normally <data>/index/feed); created if missing.
+  std::string dir;
+  // Segments are feed-<worker 5 digits>-<segment 8 digits>.jsonl; each
+  // worker appends only to its own. Clamped to 0..99999.
+  int worker_id = 0;
+  // New segment once the current one reaches this size (bytes); >= 4096.
+  uint64_t segment_bytes = 64ull << 20;
+  // fsync a segment when leaving it and at Close(); Flush() fdatasyncs.
+  bool fsync = true;
+};
+
+// Appends entries to one worker's feed. Owned by one loop; not
+// thread-safe. A second writer for the same dir and worker is refused
+// (flock), so two processes never interleave lines.
+class FeedWriter {
+ public:
+  // Creates the dir, takes the worker's lock, reopens the worker's newest
+  // segment and cuts a half-written last line (a crash mid-append), so a
+  // restarted worker continues the same feed. InvalidArgument for an
+  // empty dir, FailedPrecondition when another writer holds the lock,
+  // IOError on file errors.
+  [[nodiscard]] static Result<std::unique_ptr<FeedWriter>> Open(
+      const FeedOptions& options);
+  ~FeedWriter();
+  FeedWriter(const FeedWriter&) = delete;
+  FeedWriter& operator=(const FeedWriter&) = delete;
+
+  // Appends one line. On a write failure the segment is cut back, so it
+  // ends at a complete line, and IOError is returned. FailedPrecondition
+  // after Close().
+  [[nodiscard]] Status Append(const FeedEntry& entry);
+  // fdatasync the current segment (when options.fsync).
+  [[nodiscard]] Status Flush();
+  // fsync (when options.fsync), close, release the lock. Idempotent.
+  [[nodiscard]] Status Close();
+
+ private:
+  class Impl;
+  explicit FeedWriter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+struct FeedPage {
+  // In fetch-time order across workers (file order within one worker).
+  std::vector<FeedEntry> entries;
+  // Pass back to Read() for the entries after these; equals the input
+  // cursor when there was nothing new.
+  std::string next_cursor;
+};
+
+// Reads the feed of all workers in a feed dir. Stateless between calls:
+// several consumers may read at once, also while writers append.
+//
+// The cursor contract: a cursor is an opaque printable string; "" is the
+// start of the feed. Read(c, n) returns up to n entries that come strictly
+// after c, and each returned entry's `cursor` (the last one being
+// next_cursor) marks the position just after it. A consumer that stores
+// the cursor of the last entry it processed and restarts from it sees
+// every entry exactly once, across crawld restarts and segment rotation.
+// A line still being written is never returned.
+class FeedReader {
+ public:
+  // IOError when `dir` is not a readable directory.
+  [[nodiscard]] static Result<std::unique_ptr<FeedReader>> Open(
+      const std::string& dir);
+  ~FeedReader();
+  FeedReader(const FeedReader&) = delete;
+  FeedReader& operator=(const FeedReader&) = delete;
+
+  // InvalidArgument for a malformed cursor or one naming a position that
+  // is not a line boundary in an existing segment; Corruption (naming file
+  // and offset) for a complete line that does not parse; IOError on read
+  // failure. limit == 0 returns no entries and the same cursor.
+  [[nodiscard]] Result<FeedPage> Read(std::string_view cursor, size_t limit);
+
+ private:
+  class Impl;
+  explicit FeedReader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace crawld::store
 

@@ -4,9 +4,12 @@
 #define CRAWLD_STORE_WARC_INTERNAL_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 #include "base/status.h"
 
@@ -56,6 +59,28 @@ std::optional<size_t> HttpHeadLength(std::string_view block, bool response);
 int HttpStatus(std::string_view head);
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+
+// The MIME type of a response head's Content-Type, lower-cased, without
+// parameters; "" when there is none.
+std::string HttpMimeType(std::string_view head);
+
+// Appends `s` as a JSON string literal (quotes included). Valid UTF-8 goes
+// through as is; a byte that is not part of valid UTF-8 becomes \u00XX
+// (JSON cannot carry raw bytes).
+void AppendJsonString(std::string* out, std::string_view s);
+
+// The values our own JSON lines use: strings, integers, booleans and
+// arrays of strings.
+using JsonValue =
+    std::variant<std::string, int64_t, bool, std::vector<std::string>>;
+using JsonObject = std::map<std::string, JsonValue, std::less<>>;
+
+// Parses one flat JSON object of such values (surrounding blanks allowed).
+// nullopt for anything else, including nested objects and floats.
+std::optional<JsonObject> ParseFlatJsonObject(std::string_view text);
+
+// Epoch microseconds -> 14-digit UTC "YYYYMMDDhhmmss".
+std::string Timestamp14(int64_t time_us);
 
 }  // namespace crawld::store::internal
 

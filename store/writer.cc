@@ -37,6 +37,7 @@ Options Sanitize(Options o) {
   o.gzip_level = std::clamp(o.gzip_level, 1, 12);
   o.max_record_bytes =
       std::clamp<uint64_t>(o.max_record_bytes, 1ull << 20, 4ull << 30);
+  o.feed_segment_bytes = std::max<uint64_t>(o.feed_segment_bytes, 4096);
   return o;
 }
 
@@ -72,6 +73,7 @@ class WarcWriter::Impl {
 
   ~Impl() {
     if (fd_ >= 0) ::close(fd_);
+    if (index_fd_ >= 0) ::close(index_fd_);
     if (compressor_ != nullptr) libdeflate_free_compressor(compressor_);
   }
 
@@ -100,6 +102,22 @@ class WarcWriter::Impl {
     rng_.seed(seq);
     char host[256] = {};
     if (gethostname(host, sizeof(host) - 1) == 0) hostname_ = host;
+    if (!opt_.index_dir.empty()) {
+      std::filesystem::create_directories(opt_.index_dir, ec);
+      if (ec)
+        return Status::IOError("store: cannot create " + opt_.index_dir + ": " +
+                               ec.message());
+      if (opt_.write_feed) {
+        FeedOptions fo;
+        fo.dir = opt_.index_dir + "/feed";
+        fo.worker_id = opt_.worker_id;
+        fo.segment_bytes = opt_.feed_segment_bytes;
+        fo.fsync = opt_.fsync_on_flush;
+        auto feed = FeedWriter::Open(fo);
+        if (!feed.ok()) return feed.status();
+        feed_ = std::move(feed).value();
+      }
+    }
     return OpenNextFile();
   }
 
@@ -175,6 +193,10 @@ class WarcWriter::Impl {
     auto request = WriteMember(header, request_id);
     if (!request.ok()) return Rollback(start, request.status());
     out.request = std::move(request.value());
+    // Both records are complete in the file: only now may the index and
+    // the feed name them.
+    if (Status s = Index(r, out.response, payload_digest, false); !s.ok())
+      return Rollback(start, s);
     out.payload_digest = std::move(payload_digest);
     ++records_in_file_;
     return out;
@@ -213,7 +235,13 @@ class WarcWriter::Impl {
     AddField(&header, "Content-Type", "application/http;msgtype=response");
     AddField(&header, "Content-Length", std::to_string(record_.size()));
     header.append("\r\n");
-    return WriteSingle(header, id);
+    const uint64_t start = offset_;
+    auto ref = WriteMember(header, id);
+    if (!ref.ok()) return Rollback(start, ref.status());
+    if (Status s = Index(r, *ref, payload_digest, true); !s.ok())
+      return Rollback(start, s);
+    ++records_in_file_;
+    return ref;
   }
 
   Result<RecordRef> WriteMetadata(const std::string& target_uri,
@@ -245,17 +273,60 @@ class WarcWriter::Impl {
     return WriteSingle(header, id);
   }
 
+  Result<std::optional<RecordRef>> WriteConversion(
+      const std::string& target_uri, const std::string& refers_to,
+      int64_t time_us, std::string_view text) {
+    if (!opt_.conversion_records) return std::optional<RecordRef>();
+    if (Status s = CheckWritable(); !s.ok()) return s;
+    if (target_uri.empty())
+      return Status::InvalidArgument("store: empty target_uri");
+    if (!SafeValue(target_uri) || !SafeValue(refers_to))
+      return Status::InvalidArgument("store: CR/LF/NUL in a header value");
+    if (text.size() + kHeaderAllowance > opt_.max_record_bytes)
+      return Status::ResourceExhausted("store: conversion text too large");
+    if (Status s = MaybeRotate(); !s.ok()) return s;
+    const std::string id = NewRecordId();
+    record_.assign(text);
+    std::string header = Begin("conversion", id);
+    AddField(&header, "WARC-Warcinfo-ID", warcinfo_id_);
+    AddField(&header, "WARC-Target-URI", target_uri);
+    AddField(&header, "WARC-Date", internal::FormatWarcDate(time_us));
+    if (!refers_to.empty()) AddField(&header, "WARC-Refers-To", refers_to);
+    AddField(&header, "WARC-Block-Digest", Digest(record_));
+    AddField(&header, "Content-Type", "text/plain; charset=utf-8");
+    AddField(&header, "Content-Length", std::to_string(record_.size()));
+    header.append("\r\n");
+    auto ref = WriteSingle(header, id);
+    if (!ref.ok()) return ref.status();
+    return std::optional<RecordRef>(std::move(ref).value());
+  }
+
   Status Flush() {
-    if (fd_ < 0 || !opt_.fsync_on_flush) return Status::Ok();
-    if (::fdatasync(fd_) != 0)
+    if (!opt_.fsync_on_flush) return Status::Ok();
+    // WARC first: after a power loss the index and the feed must not be
+    // ahead of the records they name.
+    if (fd_ >= 0 && ::fdatasync(fd_) != 0)
       return Status::IOError(Errno("store: fdatasync " + file_));
+    if (index_fd_ >= 0 && ::fdatasync(index_fd_) != 0)
+      return Status::IOError(Errno("store: fdatasync " + IndexPath(file_)));
+    if (feed_ != nullptr) return feed_->Flush();
     return Status::Ok();
   }
 
   Status Close() {
     if (closed_) return Status::Ok();
     closed_ = true;
-    return CloseFile();
+    Status s = CloseFile();
+    Status si = CloseFd(index_fd_, IndexPath(file_));
+    index_fd_ = -1;
+    Status sf = feed_ != nullptr ? feed_->Close() : Status::Ok();
+    if (!s.ok()) return s;
+    return si.ok() ? sf : si;
+  }
+
+  std::string IndexPath(const std::string& warc) const {
+    return opt_.index_dir.empty() ? std::string()
+                                  : opt_.index_dir + "/" + warc + ".cdxj";
   }
 
   const std::string& file() const { return file_; }
@@ -263,6 +334,82 @@ class WarcWriter::Impl {
   const Options& options() const { return opt_; }
 
  private:
+  // Appends the CDXJ line and then the feed entry for a response or
+  // revisit whose record `ref` is complete in the WARC. On failure neither
+  // is kept (the index is cut back) and the caller rolls the WARC back.
+  Status Index(const FetchRecord& r, const RecordRef& ref,
+               const std::string& payload_digest, bool revisit) {
+    if (index_fd_ < 0 && feed_ == nullptr) return Status::Ok();
+    const int status = r.status >= 0
+                           ? r.status
+                           : std::max(0, internal::HttpStatus(r.response_head));
+    std::string mime =
+        r.mime.empty() ? internal::HttpMimeType(r.response_head) : r.mime;
+    if (mime.empty()) mime = "unk";
+    const uint64_t index_start = index_offset_;
+    if (index_fd_ >= 0) {
+      CdxjEntry e;
+      e.surt = Surt(r.target_uri);
+      e.timestamp = internal::Timestamp14(r.fetch_time_us);
+      e.url = r.target_uri;
+      e.mime = revisit ? "warc/revisit" : mime;
+      e.status = status;
+      // pywb's form: the base32 value without the "sha1:" label.
+      std::string_view d = payload_digest;
+      if (size_t colon = d.find(':'); colon != std::string_view::npos)
+        d.remove_prefix(colon + 1);
+      e.digest = std::string(d);
+      e.length = ref.length;
+      e.offset = ref.offset;
+      e.filename = ref.file;
+      e.revisit = revisit;
+      e.flags = r.flags;
+      const std::string line = FormatCdxjLine(e);
+      size_t done = 0;
+      while (done < line.size()) {
+        ssize_t w = ::pwrite(index_fd_, line.data() + done, line.size() - done,
+                             static_cast<off_t>(index_start + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+          Status err =
+              Status::IOError(Errno("store: write " + IndexPath(file_)));
+          return CutIndex(index_start, err);
+        }
+        done += static_cast<size_t>(w);
+      }
+      index_offset_ = index_start + line.size();
+    }
+    if (feed_ != nullptr) {
+      FeedEntry fe;
+      fe.url = r.target_uri;
+      fe.warc_file = ref.file;
+      fe.offset = ref.offset;
+      fe.length = ref.length;
+      fe.digest = payload_digest;
+      fe.status = status;
+      fe.mime = std::move(mime);
+      fe.fetch_time_us = r.fetch_time_us;
+      fe.revisit = revisit;
+      fe.flags = r.flags;
+      if (Status s = feed_->Append(fe); !s.ok())
+        return CutIndex(index_start, s);
+    }
+    return Status::Ok();
+  }
+
+  Status CutIndex(uint64_t start, Status error) {
+    if (index_fd_ >= 0) {
+      if (::ftruncate(index_fd_, static_cast<off_t>(start)) != 0) {
+        broken_ = true;
+        return Status::IOError(
+            error.message() +
+            "; index rollback failed too: " + strerror(errno));
+      }
+      index_offset_ = start;
+    }
+    return error;
+  }
+
   Status CheckWritable() const {
     if (closed_) return Status::FailedPrecondition("store: writer closed");
     if (broken_)
@@ -397,6 +544,19 @@ class WarcWriter::Impl {
       if (fd >= 0 || errno != EEXIST) break;
     }
     if (fd < 0) return Status::IOError(Errno("store: create " + name));
+    int index_fd = -1;
+    if (!opt_.index_dir.empty()) {
+      // The WARC name is new (O_EXCL), so an index file of that name can
+      // only be a leftover of a deleted WARC: start it afresh.
+      index_fd = ::open(IndexPath(name).c_str(),
+                        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (index_fd < 0) {
+        Status err = Status::IOError(Errno("store: create " + IndexPath(name)));
+        ::close(fd);
+        ::unlink((opt_.dir + "/" + name).c_str());
+        return err;
+      }
+    }
     if (opt_.fsync_on_rotate) {
       // Make the new name itself durable.
       int dfd = ::open(opt_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -409,9 +569,13 @@ class WarcWriter::Impl {
     const std::string old_file = file_;
     const uint64_t old_offset = offset_;
     const std::string old_warcinfo = warcinfo_id_;
+    const int old_index_fd = index_fd_;
+    const uint64_t old_index_offset = index_offset_;
     fd_ = fd;
     file_ = name;
     offset_ = 0;
+    index_fd_ = index_fd;
+    index_offset_ = 0;
     warcinfo_id_ = NewRecordId();
 
     record_.clear();
@@ -435,16 +599,24 @@ class WarcWriter::Impl {
     if (!ref.ok()) {
       ::close(fd_);
       ::unlink((opt_.dir + "/" + name).c_str());
+      if (index_fd_ >= 0) {
+        ::close(index_fd_);
+        ::unlink(IndexPath(name).c_str());
+      }
       fd_ = old_fd;
       file_ = old_file;
       offset_ = old_offset;
       warcinfo_id_ = old_warcinfo;
+      index_fd_ = old_index_fd;
+      index_offset_ = old_index_offset;
       return ref.status();
     }
     records_in_file_ = 0;
     // The old file is complete; an fsync error on it is reported, but the
     // writer carries on with the new file.
-    return CloseFd(old_fd, old_file);
+    Status s = CloseFd(old_fd, old_file);
+    Status si = CloseFd(old_index_fd, IndexPath(old_file));
+    return s.ok() ? si : s;
   }
 
   Options opt_;
@@ -454,6 +626,9 @@ class WarcWriter::Impl {
   std::string hostname_;
 
   int fd_ = -1;
+  int index_fd_ = -1;          // CDXJ of the open file, -1 = no index
+  uint64_t index_offset_ = 0;  // bytes in the CDXJ file
+  std::unique_ptr<FeedWriter> feed_;
   std::string file_;              // basename of the open file
   uint64_t offset_ = 0;           // bytes in the open file
   int serial_ = 0;                // next file's serial
@@ -466,6 +641,15 @@ class WarcWriter::Impl {
   std::string record_;
   std::vector<uint8_t> out_;
 };
+
+std::string OutlinksMetadataBlock(const std::vector<std::string>& links) {
+  std::string block;
+  for (const std::string& link : links) {
+    if (link.empty() || !SafeValue(link)) continue;
+    AddField(&block, "outlink", link);
+  }
+  return block;
+}
 
 WarcWriter::WarcWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 WarcWriter::~WarcWriter() = default;
@@ -497,10 +681,19 @@ Result<RecordRef> WarcWriter::WriteMetadata(const std::string& target_uri,
                               block);
 }
 
+Result<std::optional<RecordRef>> WarcWriter::WriteConversion(
+    const std::string& target_uri, const std::string& refers_to_record_id,
+    int64_t time_us, std::string_view text) {
+  return impl_->WriteConversion(target_uri, refers_to_record_id, time_us, text);
+}
+
 Status WarcWriter::Flush() { return impl_->Flush(); }
 Status WarcWriter::Close() { return impl_->Close(); }
 std::string WarcWriter::current_file() const { return impl_->file(); }
 uint64_t WarcWriter::current_offset() const { return impl_->offset(); }
+std::string WarcWriter::current_index_path() const {
+  return impl_->IndexPath(impl_->file());
+}
 const Options& WarcWriter::options() const { return impl_->options(); }
 
 }  // namespace crawld::store
