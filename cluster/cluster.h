@@ -1,4 +1,5 @@
-// cluster/cluster.h: which worker owns a host.
+// cluster/cluster.h: which worker owns a host, and the exchange that carries
+// a discovered URL to its owner.
 //
 // Ring is a consistent-hash ring (Karger et al., "Consistent Hashing and
 // Random Trees", STOC 1997, https://dl.acm.org/doi/10.1145/258533.258660)
@@ -12,14 +13,32 @@
 // gets the same owners: XXH3-64 (seed 0) is specified and stable across
 // platforms (https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md).
 //
-// The exchange (local sockets, Redis Streams) and node membership of this
-// folder come with a later issue; only the ring is here.
+// Exchange moves batches of URLs between workers, with two implementations
+// behind one interface (design, wire format and delivery guarantees:
+// docs/CLUSTER.md):
+//   - local: a mesh of Unix-domain stream sockets, one listener per worker
+//     at <run_dir>/worker-<i>.sock (single machine, no external service);
+//   - redis: one Redis Stream inbox per worker, read with a consumer group,
+//     plus node membership by heartbeat keys and a ring epoch.
+// Both are at-least-once: a batch stays with the sender until the receiver's
+// inbox acknowledges it (i.e. the URLs are durable in its frontier), and
+// nothing is dropped. When a destination's bound is reached, Send refuses
+// with ResourceExhausted ("wait") and the caller keeps the URL; it does not
+// spill to disk, because the caller (the parser feeding the worker) can
+// simply pause, and a second spill format would duplicate the frontier's.
 #ifndef CRAWLD_CLUSTER_CLUSTER_H_
 #define CRAWLD_CLUSTER_CLUSTER_H_
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/status.h"
+
+typedef struct uv_loop_s uv_loop_t;
 
 namespace crawld::cluster {
 
@@ -58,6 +77,189 @@ class Ring {
   int workers_;
   std::vector<Point> points_;  // sorted by (hash, worker)
 };
+
+// ---------------------------------------------------------------------------
+// The exchange.
+
+// One URL travelling to the worker that owns its host.
+struct UrlMessage {
+  std::string url;     // canonical absolute URL (url/ output)
+  uint16_t depth = 0;  // link depth from the seed (hops)
+  double credit = 0;   // AOPIC cash carried to the owner
+};
+
+// Called by the inbox owner once a batch is durable (in the frontier). May be
+// called later, from any loop callback of the owner's loop, at most once;
+// calling it after the exchange is destroyed is harmless. Never calling it
+// keeps the batch unacknowledged: the sender keeps it and resends it.
+using AckFn = std::function<void()>;
+
+// Receives one batch. `from_worker` is the sender's worker id.
+using InboxFn = std::function<void(int from_worker,
+                                   std::vector<UrlMessage>&& batch, AckFn ack)>;
+
+// Called when a destination that refused a Send (ResourceExhausted) has room
+// again.
+using WritableFn = std::function<void(int to_worker)>;
+
+// Counters since construction (counts).
+struct ExchangeStats {
+  uint64_t urls_sent = 0;       // accepted by Send
+  uint64_t batches_sent = 0;    // first transmissions
+  uint64_t batches_resent = 0;  // after a reconnect (local) or failed XADD
+  // Acknowledged: by the receiving worker (local), or stored in the
+  // destination's stream by Redis (redis; the receiver's ack is then XACK).
+  uint64_t batches_acked = 0;
+  uint64_t urls_received = 0;       // delivered to the inbox
+  uint64_t batches_received = 0;    // delivered to the inbox
+  uint64_t duplicates_dropped = 0;  // resent batches already delivered
+  uint64_t send_refused = 0;        // Send returned ResourceExhausted
+  uint64_t reconnects = 0;          // connections re-established
+  uint64_t protocol_errors = 0;     // malformed frames or entries (skipped)
+};
+
+// Knobs shared by both implementations.
+struct ExchangeOptions {
+  // --- Behaviour ---
+
+  // This worker's id, in [0, workers).
+  int self = 0;
+  // Number of workers of the crawl (count, >= 1).
+  int workers = 1;
+
+  // --- Performance ---
+
+  // A batch is sealed and sent at this many URLs (count), clamped to
+  // [1, 65536]...
+  int batch_urls = 512;
+  // ...or when its oldest URL has waited this long (milliseconds, >= 1).
+  // Also the period of the exchange's timer.
+  int flush_interval_ms = 20;
+  // Bound per destination on URLs accepted but not yet acknowledged (count,
+  // >= batch_urls). At the bound Send returns ResourceExhausted.
+  int max_pending_urls = 65536;
+  // Longest URL accepted by Send (bytes); longer ones are InvalidArgument.
+  int max_url_bytes = 8192;
+  // First and largest delay between reconnect attempts (milliseconds); the
+  // delay doubles after each failure and resets after a success.
+  int reconnect_min_ms = 50;
+  int reconnect_max_ms = 2000;
+};
+
+// Options of the local (Unix socket mesh) exchange.
+struct LocalOptions {
+  ExchangeOptions exchange;
+  // Directory of the listening sockets, usually <data>/run. Created if
+  // missing (one level). Paths must fit in sockaddr_un (107 bytes).
+  std::string run_dir;
+  // Largest frame read from a peer (bytes); a bigger length prefix is a
+  // protocol error and closes the connection.
+  uint32_t max_frame_bytes = 64u << 20;
+};
+
+// Options of the Redis Streams exchange.
+struct RedisOptions {
+  ExchangeOptions exchange;
+  // --- Behaviour ---
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  // Crawl name used in every key: crawld:<crawl>:inbox:<worker>, ...
+  std::string crawl = "default";
+  // Consumer group on each inbox stream.
+  std::string group = "crawld";
+  // Heartbeat key TTL (milliseconds); renewed every ttl/3. A worker whose
+  // key expired is out of the membership.
+  int heartbeat_ttl_ms = 3000;
+  // Pending entries idle this long are claimed from their consumer (dead or
+  // stuck) by the reading worker (milliseconds).
+  int claim_min_idle_ms = 30000;
+  // Called (on the loop) when the ring epoch changes: the new epoch and the
+  // live workers, ascending. Optional.
+  std::function<void(int64_t epoch, const std::vector<int>& live)> on_epoch;
+
+  // --- Performance ---
+
+  // Entries per XREADGROUP / XAUTOCLAIM (count) and the XREADGROUP BLOCK
+  // time (milliseconds).
+  int read_count = 64;
+  int read_block_ms = 100;
+  // Delivered but unacknowledged batches at which the reader stops reading
+  // (count): the inbox's back-pressure on the stream.
+  int max_unacked_batches = 256;
+  // A destination whose inbox stream holds this many entries (delivered or
+  // not, unacknowledged) refuses Send: a slow receiver slows its senders.
+  int max_backlog_batches = 1024;
+  // How often the senders poll their destinations' backlog, and the
+  // claiming period (milliseconds).
+  int backlog_poll_ms = 100;
+  int claim_interval_ms = 1000;
+};
+
+// Sends URLs to other workers and delivers the ones sent to this worker.
+// Lives on one uv_loop_t and is used only from that loop's thread; it never
+// blocks and creates no threads. Destroying it closes its handles; run the
+// loop afterwards (e.g. uv_run NOWAIT until uv_loop_alive is false) so libuv
+// can free them. Not copyable.
+//
+// REQUIRES: SIGPIPE is ignored in the process (main() calls
+// signal(SIGPIPE, SIG_IGN) once, before the loop): neither libuv nor hiredis
+// 0.14 writes with MSG_NOSIGNAL, so a write to a peer that just died would
+// kill the worker instead of returning EPIPE.
+// REQUIRES: not destroyed from inside one of its own callbacks.
+class Exchange {
+ public:
+  virtual ~Exchange() = default;
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  // Queues `m` for `to_worker`; it travels in the next batch. OK: accepted,
+  // the exchange owns a copy until the receiver acknowledges it.
+  // ResourceExhausted: the destination is at its bound (Backpressured); the
+  // URL was not taken, retry after the WritableFn fires. InvalidArgument:
+  // `to_worker` out of range or is self, or the URL is empty or too long.
+  virtual Status Send(int to_worker, const UrlMessage& m) = 0;
+
+  // Sets the receiver of this worker's inbox. REQUIRES: called before the
+  // loop runs; batches arriving with no inbox stay unacknowledged.
+  virtual void SetInbox(InboxFn inbox) = 0;
+
+  // Sets the callback for a destination leaving back-pressure.
+  virtual void SetOnWritable(WritableFn fn) = 0;
+
+  // True when Send(to_worker, ...) would return ResourceExhausted.
+  virtual bool Backpressured(int to_worker) const = 0;
+
+  // URLs accepted for `to_worker` and not yet acknowledged (count): not yet
+  // acked by the receiver (local) or not yet stored by Redis (redis).
+  virtual size_t Pending(int to_worker) const = 0;
+
+  // Seals every partial batch now (e.g. before a checkpoint or shutdown).
+  virtual void Flush() = 0;
+
+  virtual ExchangeStats stats() const = 0;
+
+  // Test hook: drops every connection as a crash of the network would.
+  virtual void TEST_DropConnections() = 0;
+
+ protected:
+  Exchange() = default;
+};
+
+// Creates the local exchange and starts listening at
+// <run_dir>/worker-<self>.sock (a stale socket file there is replaced).
+// Connections to peers are made on first use and retried with backoff.
+// Errors: InvalidArgument for bad options, IOError if the socket cannot be
+// created or bound. REQUIRES: `loop` outlives the exchange.
+[[nodiscard]] Result<std::unique_ptr<Exchange>> NewLocalExchange(
+    uv_loop_t* loop, const LocalOptions& options);
+
+// Creates the Redis exchange and starts connecting (two connections: one
+// for the blocking inbox reads, one for everything else); a connection that
+// fails or drops is retried with backoff, and batches not yet stored in
+// Redis are kept and resent. Errors: InvalidArgument for bad options.
+// REQUIRES: `loop` outlives the exchange.
+[[nodiscard]] Result<std::unique_ptr<Exchange>> NewRedisExchange(
+    uv_loop_t* loop, const RedisOptions& options);
 
 }  // namespace crawld::cluster
 

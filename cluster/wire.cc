@@ -1,0 +1,164 @@
+#include "cluster/wire.h"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+namespace crawld::cluster::wire {
+namespace {
+
+constexpr uint8_t kMagic = 'B';
+constexpr uint8_t kVersion = 1;
+// magic, version, from, incarnation, id, count
+constexpr size_t kHeaderBytes = 1 + 1 + 4 + 8 + 8 + 4;
+// depth, credit, url length
+constexpr size_t kUrlFixedBytes = 2 + 8 + 4;
+
+}  // namespace
+
+void PutU32(uint32_t v, std::string* out) {
+  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+}
+
+void PutU64(uint64_t v, std::string* out) {
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+}
+
+uint32_t GetU32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) {
+    v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  }
+  return v;
+}
+
+uint64_t GetU64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) {
+    v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  }
+  return v;
+}
+
+void EncodeBatch(const BatchHeader& h, const std::vector<UrlMessage>& urls,
+                 std::string* out) {
+  size_t total = kHeaderBytes;
+  for (const auto& m : urls) total += kUrlFixedBytes + m.url.size();
+  out->reserve(out->size() + total);
+  out->push_back(static_cast<char>(kMagic));
+  out->push_back(static_cast<char>(kVersion));
+  PutU32(h.from, out);
+  PutU64(h.incarnation, out);
+  PutU64(h.id, out);
+  PutU32(static_cast<uint32_t>(urls.size()), out);
+  for (const auto& m : urls) {
+    out->push_back(static_cast<char>(m.depth & 0xff));
+    out->push_back(static_cast<char>(m.depth >> 8));
+    PutU64(std::bit_cast<uint64_t>(m.credit), out);
+    PutU32(static_cast<uint32_t>(m.url.size()), out);
+    out->append(m.url);
+  }
+}
+
+Status DecodeBatch(std::string_view in, BatchHeader* h,
+                   std::vector<UrlMessage>* urls, uint32_t max_url_bytes) {
+  if (in.size() < kHeaderBytes) return Status::Corruption("batch: truncated");
+  const char* p = in.data();
+  if (static_cast<uint8_t>(p[0]) != kMagic) {
+    return Status::Corruption("batch: bad magic");
+  }
+  if (static_cast<uint8_t>(p[1]) != kVersion) {
+    return Status::Corruption("batch: unknown version " +
+                              std::to_string(static_cast<uint8_t>(p[1])));
+  }
+  h->from = GetU32(p + 2);
+  h->incarnation = GetU64(p + 6);
+  h->id = GetU64(p + 14);
+  const uint32_t count = GetU32(p + 22);
+  size_t pos = kHeaderBytes;
+  // Each URL takes at least kUrlFixedBytes, so a hostile count cannot make
+  // us reserve more than the input could hold.
+  if (count > (in.size() - pos) / kUrlFixedBytes) {
+    return Status::Corruption("batch: count exceeds size");
+  }
+  urls->clear();
+  urls->reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    if (in.size() - pos < kUrlFixedBytes) {
+      return Status::Corruption("batch: truncated url header");
+    }
+    UrlMessage m;
+    m.depth =
+        static_cast<uint16_t>(static_cast<unsigned char>(p[pos]) |
+                              (static_cast<unsigned char>(p[pos + 1]) << 8));
+    m.credit = std::bit_cast<double>(GetU64(p + pos + 2));
+    if (!std::isfinite(m.credit) || m.credit < 0) {
+      return Status::Corruption("batch: bad credit");
+    }
+    const uint32_t len = GetU32(p + pos + 10);
+    pos += kUrlFixedBytes;
+    if (len == 0 || len > max_url_bytes) {
+      return Status::Corruption("batch: bad url length " + std::to_string(len));
+    }
+    if (in.size() - pos < len)
+      return Status::Corruption("batch: truncated url");
+    m.url.assign(p + pos, len);
+    pos += len;
+    urls->push_back(std::move(m));
+  }
+  if (pos != in.size()) return Status::Corruption("batch: trailing bytes");
+  return Status::Ok();
+}
+
+void AppendFrameHeader(FrameType t, size_t body_len, std::string* out) {
+  PutU32(static_cast<uint32_t>(body_len + 1), out);
+  out->push_back(static_cast<char>(t));
+}
+
+Status SanitizeExchangeOptions(ExchangeOptions* o) {
+  if (o->workers < 1 || o->workers > 65536) {
+    return Status::InvalidArgument("exchange: workers must be in [1, 65536]");
+  }
+  if (o->self < 0 || o->self >= o->workers) {
+    return Status::InvalidArgument("exchange: self must be in [0, workers)");
+  }
+  o->batch_urls = std::clamp(o->batch_urls, 1, 65536);
+  o->flush_interval_ms = std::clamp(o->flush_interval_ms, 1, 60000);
+  o->max_pending_urls = std::max(o->max_pending_urls, o->batch_urls);
+  o->max_url_bytes = std::clamp(o->max_url_bytes, 1, 1 << 20);
+  o->reconnect_min_ms = std::clamp(o->reconnect_min_ms, 1, 60000);
+  o->reconnect_max_ms =
+      std::clamp(o->reconnect_max_ms, o->reconnect_min_ms, 600000);
+  return Status::Ok();
+}
+
+Status ValidateMessage(const UrlMessage& m, const ExchangeOptions& o) {
+  if (m.url.empty()) return Status::InvalidArgument("exchange: empty url");
+  if (m.url.size() > static_cast<size_t>(o.max_url_bytes)) {
+    return Status::InvalidArgument("exchange: url longer than " +
+                                   std::to_string(o.max_url_bytes) + " bytes");
+  }
+  if (!std::isfinite(m.credit) || m.credit < 0) {
+    return Status::InvalidArgument("exchange: credit must be finite, >= 0");
+  }
+  return Status::Ok();
+}
+
+uint64_t NewIncarnation() {
+  std::random_device rd;
+  uint64_t v = 0;
+  while (v == 0) v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return v;
+}
+
+uint64_t NowMs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+}  // namespace crawld::cluster::wire
