@@ -11,7 +11,7 @@ PACKAGES=(
   # libraries crawld links against
   libcurl4-openssl-dev libc-ares-dev libgumbo-dev libleveldb-dev libssl-dev
   libxxhash-dev libuv1-dev libre2-dev libtomlplusplus-dev libpsl-dev
-  libidn2-dev libdeflate-dev zlib1g-dev libhiredis-dev
+  libidn2-dev libdeflate-dev zlib1g-dev libhiredis-dev libhttp-parser-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev dnsmasq-base redis-server wrk
   openssl procps
