@@ -546,4 +546,41 @@ void Extractor::ExtractInto(std::string_view body,
   }
 }
 
+RobotsDirectives ParseXRobotsTag(const std::vector<std::string_view>& values,
+                                 std::string_view robots_token) {
+  // Directive names that take a value after a colon: a value starting with
+  // one of them is not an agent prefix ("unavailable_after: 25 Jun 2030").
+  static constexpr std::string_view kValued[] = {
+      "unavailable_after", "max-snippet", "max-image-preview",
+      "max-video-preview"};
+  RobotsDirectives d;
+  for (std::string_view v : values) {
+    std::string_view list = Trim(v);
+    const size_t colon = list.find(':');
+    if (colon != std::string_view::npos) {
+      std::string_view agent = Trim(list.substr(0, colon));
+      const bool valued = std::any_of(
+          std::begin(kValued), std::end(kValued),
+          [&](std::string_view k) { return EqualsNoCase(agent, k); });
+      const bool is_agent =
+          !valued && !agent.empty() &&
+          agent.find_first_of(", \t") == std::string_view::npos;
+      if (is_agent) {
+        if (!EqualsNoCase(agent, robots_token)) continue;  // another agent's
+        list = list.substr(colon + 1);
+      }
+    }
+    ForEachToken(list, ", \t", [&](std::string_view t) {
+      if (EqualsNoCase(t, "noindex")) {
+        d.noindex = true;
+      } else if (EqualsNoCase(t, "nofollow")) {
+        d.nofollow = true;
+      } else if (EqualsNoCase(t, "none")) {
+        d.noindex = d.nofollow = true;
+      }
+    });
+  }
+  return d;
+}
+
 }  // namespace crawld::parser

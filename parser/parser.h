@@ -136,6 +136,19 @@ struct Page {
 // concurrently on any number of threads, as it keeps all per-call state on
 // the stack and in the result. Not tied to any event loop (it is CPU-bound:
 // callers with a loop should keep bodies within Options limits).
+// Page-level robots directives from HTTP X-Robots-Tag headers (Google's
+// documentation of the header): each value is a comma-separated list of
+// directives ("noindex, nofollow", "none"), optionally prefixed by a user
+// agent ("crawld: noindex") that limits it to that agent. Values for other
+// agents are ignored; unknown directives too. `values` are the header's
+// values in order (the header may repeat).
+struct RobotsDirectives {
+  bool noindex = false;
+  bool nofollow = false;
+};
+RobotsDirectives ParseXRobotsTag(const std::vector<std::string_view>& values,
+                                 std::string_view robots_token);
+
 class Extractor {
  public:
   // Clamps the options (see each field).

@@ -23,7 +23,8 @@ namespace {
 void Check(bool ok, const char* what, std::string_view detail = {}) {
   if (!ok) {
     std::fprintf(stderr, "links_fuzz invariant violated: %s [%.*s]\n", what,
-                 static_cast<int>(detail.size()), detail.data());
+                 static_cast<int>(detail.size()),
+                 detail.empty() ? "" : detail.data());
     std::abort();
   }
 }

@@ -559,5 +559,39 @@ TEST(Crawld, OptionsAreClamped) {
   EXPECT_EQ(ex.options().max_text_bytes, 1024u);
 }
 
+// --- X-Robots-Tag (Google's documentation of the header) -------------------
+
+RobotsDirectives Xrt(std::vector<std::string_view> v) {
+  return ParseXRobotsTag(v, "crawld");
+}
+
+TEST(XRobotsTag, PlainDirectivesApplyToEveryAgent) {
+  EXPECT_TRUE(Xrt({"noindex"}).noindex);
+  EXPECT_FALSE(Xrt({"noindex"}).nofollow);
+  EXPECT_TRUE(Xrt({"NoIndex, NOFOLLOW"}).nofollow);
+  RobotsDirectives none = Xrt({"none"});
+  EXPECT_TRUE(none.noindex && none.nofollow);
+  RobotsDirectives all = Xrt({"all", "noarchive"});
+  EXPECT_FALSE(all.noindex || all.nofollow);
+}
+
+TEST(XRobotsTag, AgentPrefixLimitsTheDirectives) {
+  EXPECT_TRUE(Xrt({"crawld: nofollow"}).nofollow);
+  EXPECT_TRUE(Xrt({"CRAWLD:noindex"}).noindex);
+  RobotsDirectives other = Xrt({"googlebot: noindex, nofollow"});
+  EXPECT_FALSE(other.noindex || other.nofollow);
+  // Several header lines: each counts on its own.
+  RobotsDirectives mixed = Xrt({"googlebot: nofollow", "crawld: noindex"});
+  EXPECT_TRUE(mixed.noindex);
+  EXPECT_FALSE(mixed.nofollow);
+}
+
+TEST(XRobotsTag, ValuedDirectivesAreNotAgents) {
+  RobotsDirectives d =
+      Xrt({"unavailable_after: 25 Jun 2030 15:00:00 PST, nofollow"});
+  EXPECT_TRUE(d.nofollow);
+  EXPECT_TRUE(Xrt({"max-snippet: 20, noindex"}).noindex);
+}
+
 }  // namespace
 }  // namespace crawld::parser
