@@ -258,6 +258,17 @@ constexpr Key kKeys[] = {
     FloatKey(CRAWLD_CONF_FIELD(crawl, progress_interval_s), 0.1, 3600,
              "Seconds between two progress lines in plain (non-terminal) "
              "output."),
+    StringKey(CRAWLD_CONF_FIELD(crawl, rules_file), CheckOptionalPath,
+              "path, at most 4096 bytes, no control characters; may be empty",
+              "URL filter rule file (docs/RULES.md), reloaded on SIGHUP; "
+              "empty = accept every URL. An invalid file stops the start; "
+              "on reload it is reported and the previous rules stay."),
+    BoolKey(CRAWLD_CONF_FIELD(crawl, path_ascending),
+            "Also offer the parent paths of every new link (/a/b/c gives "
+            "/a/b/, /a/ and /) to the filter and the frontier."),
+    BoolKey(CRAWLD_CONF_FIELD(crawl, follow_rel_nofollow),
+            "Follow links marked rel=\"nofollow\". Page-wide nofollow "
+            "(meta robots, X-Robots-Tag) is obeyed either way."),
 
     // [fetch]
     IntKey(CRAWLD_CONF_FIELD(fetch, connect_timeout_ms), 100, 300'000,
@@ -312,9 +323,28 @@ constexpr Key kKeys[] = {
     BoolKey(CRAWLD_CONF_FIELD(politeness, respect_robots),
             "Fetch and obey robots.txt (RFC 9309) before the first page of "
             "each host. Turn off only for sites you operate."),
-    IntKey(CRAWLD_CONF_FIELD(politeness, robots_ttl_s), 60, 86'400,
+    IntKey(CRAWLD_CONF_FIELD(politeness, robots_ttl_s), 1, 86'400,
            "Seconds a fetched robots.txt is cached. RFC 9309 section 2.4 "
            "asks crawlers not to use a cached copy for more than 24 hours."),
+    IntKey(CRAWLD_CONF_FIELD(politeness, robots_outage_grace_s), 0, 31'536'000,
+           "While robots.txt fails (5xx, timeout, network error) nothing of "
+           "the host is fetched; after this many seconds of failure the "
+           "last good copy, if there is one, is used again."),
+    BoolKey(CRAWLD_CONF_FIELD(politeness, per_ip),
+            "At most one request in flight per IP address, as per host "
+            "(shared hosting puts many hosts on one address)."),
+    IntKey(CRAWLD_CONF_FIELD(politeness, ip_min_delay_ms), 0, 3'600'000,
+           "Least milliseconds between two requests to one IP address when "
+           "per_ip is on; delay_factor x response time applies as well, "
+           "capped by max_delay_ms."),
+    IntKey(CRAWLD_CONF_FIELD(politeness, max_host_errors), 1, 1000,
+           "Consecutive failures (network errors, 5xx, 429/503) after which "
+           "a host is retired: its queue is dropped and counted."),
+    StringKey(CRAWLD_CONF_FIELD(politeness, overrides_file), CheckOptionalPath,
+              "path, at most 4096 bytes, no control characters; may be empty",
+              "Admin robots overrides file (docs/OVERRIDES.md), reloaded on "
+              "SIGHUP; empty = none. Every use of an override is counted "
+              "and logged."),
 
     // [dns]
     ListKey(CRAWLD_CONF_FIELD(dns, servers), CheckNameServer,
@@ -352,6 +382,32 @@ constexpr Key kKeys[] = {
     IntKey(CRAWLD_CONF_FIELD(store, gzip_level), 0, 9,
            "Gzip level of each WARC record: 0 = stored, 9 = smallest and "
            "slowest."),
+    BoolKey(CRAWLD_CONF_FIELD(store, write_metadata),
+            "Write a WARC metadata record after each parsed page: its "
+            "outlinks and its robots flags (noindex, nofollow) for "
+            "indexers."),
+
+    // [traps]
+    IntKey(CRAWLD_CONF_FIELD(traps, host_budget), 0, 1'000'000'000'000,
+           "URLs queued per host over the crawl; later ones are dropped and "
+           "counted (trap_host_budget). 0 = unlimited."),
+    IntKey(CRAWLD_CONF_FIELD(traps, max_path_repeats), 0, 100,
+           "A URL whose path repeats one segment more than this many times "
+           "(/a/b/a/b/a/b/...) is dropped (trap_path_repeats). 0 = no "
+           "check."),
+    BoolKey(CRAWLD_CONF_FIELD(traps, calendar),
+            "Drop date-like URLs (/2031/05/, ?date=2031-05-01) whose year "
+            "lies outside the window below (trap_calendar)."),
+    IntKey(CRAWLD_CONF_FIELD(traps, calendar_years_back), 0, 10'000,
+           "Years before the current one that a date-like URL may name."),
+    IntKey(CRAWLD_CONF_FIELD(traps, calendar_years_ahead), 0, 10'000,
+           "Years after the current one that a date-like URL may name."),
+    IntKey(CRAWLD_CONF_FIELD(traps, max_query_variants), 0, 100'000'000,
+           "Distinct query strings queued per host and path; later ones "
+           "are dropped (trap_query_variants). 0 = unlimited."),
+    IntKey(CRAWLD_CONF_FIELD(traps, max_query_params), 0, 10'000,
+           "A URL with more query parameters than this is dropped "
+           "(trap_query_params). 0 = unlimited."),
 
     // [workers]
     IntKey(CRAWLD_CONF_FIELD(workers, count), 0, 256,
@@ -360,8 +416,9 @@ constexpr Key kKeys[] = {
 
 #undef CRAWLD_CONF_FIELD
 
-constexpr std::string_view kTables[] = {"crawl",   "fetch", "politeness", "dns",
-                                        "network", "store", "workers"};
+constexpr std::string_view kTables[] = {"crawl", "fetch",   "politeness",
+                                        "dns",   "network", "store",
+                                        "traps", "workers"};
 
 constexpr size_t kNumKeys = std::size(kKeys);
 

@@ -46,6 +46,13 @@ struct CrawlConfig {
   double max_duration_s = 0;         // seconds of crawling; 0 = unlimited
   int max_depth = 0;                 // links from a seed; 0 = unlimited
   double progress_interval_s = 1.0;  // seconds between progress lines
+  // URL filter rule file (path, docs/RULES.md); empty = accept everything.
+  std::string rules_file;
+  // Also offer the parent paths of every new link to the filter.
+  bool path_ascending = false;
+  // Follow links marked rel="nofollow" (Page-level meta/X-Robots-Tag
+  // nofollow is always obeyed).
+  bool follow_rel_nofollow = false;
 
   bool operator==(const CrawlConfig&) const = default;
 };
@@ -80,6 +87,18 @@ struct PolitenessConfig {
   bool respect_robots = true;
   // Seconds a fetched robots.txt is cached; at most 86400 (RFC 9309 2.4).
   int64_t robots_ttl_s = 86400;
+  // Seconds a robots.txt may fail (5xx, timeout, network) before the last
+  // good copy of it, if any, is used again.
+  int64_t robots_outage_grace_s = 43200;
+  // At most one request in flight per IP address as well as per host.
+  bool per_ip = true;
+  // Least milliseconds between two requests to one IP address (the
+  // delay_factor x response time rule applies per IP too).
+  int64_t ip_min_delay_ms = 0;
+  // Consecutive failures (network errors, 5xx, 429/503) that retire a host.
+  int max_host_errors = 5;
+  // Admin robots overrides file (path, docs/OVERRIDES.md); empty = none.
+  std::string overrides_file;
 
   bool operator==(const PolitenessConfig&) const = default;
 };
@@ -113,8 +132,26 @@ struct StoreConfig {
   std::string warc_prefix = "crawld";
   uint64_t rotate_bytes = 1ull << 30;  // bytes per WARC file before rotation
   int gzip_level = 6;                  // 0 (store) .. 9 (smallest)
+  // A metadata record per parsed page: outlinks and robots flags.
+  bool write_metadata = true;
 
   bool operator==(const StoreConfig&) const = default;
+};
+
+// [traps]: heuristics against endless URL spaces (besides AOPIC credit).
+struct TrapsConfig {
+  uint64_t host_budget = 100000;  // URLs queued per host; 0 = unlimited
+  int max_path_repeats = 3;       // a path segment repeated more often
+  // Date-like paths (/2031/05/, ?date=2031-05-01) outside this window
+  // around today are calendar pages.
+  bool calendar = true;
+  int calendar_years_back = 30;
+  int calendar_years_ahead = 2;
+  // Distinct query strings per host and path; 0 = unlimited.
+  int max_query_variants = 500;
+  int max_query_params = 16;  // parameters in one query; 0 = unlimited
+
+  bool operator==(const TrapsConfig&) const = default;
 };
 
 // [workers]
@@ -132,6 +169,7 @@ struct Config {
   DnsConfig dns;
   NetworkConfig network;
   StoreConfig store;
+  TrapsConfig traps;
   WorkersConfig workers;
   // Where it was loaded from ("" for Defaults()). Compared by operator==
   // like every other field; compare the tables when only values matter.

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,8 @@
 #include <string_view>
 
 #include "conf/conf.h"
+#include "conf/overrides.h"
+#include "conf/rules.h"
 #include "daemon/seeds.h"
 #include "daemon/worker.h"
 
@@ -138,6 +141,23 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // Rule files are checked before anything starts, like the config: a bad
+  // line is a usage error naming file:line.
+  if (!config->crawl.rules_file.empty()) {
+    auto rules = crawld::conf::RuleSet::Load(config->crawl.rules_file);
+    if (!rules.ok()) {
+      fprintf(stderr, "crawld: %s\n", rules.status().message().c_str());
+      return 2;
+    }
+  }
+  if (!config->politeness.overrides_file.empty()) {
+    auto ov = crawld::conf::Overrides::Load(config->politeness.overrides_file);
+    if (!ov.ok()) {
+      fprintf(stderr, "crawld: %s\n", ov.status().message().c_str());
+      return 2;
+    }
+  }
+
   const std::string& data = config->crawl.data_dir;
   std::error_code ec;
   std::filesystem::create_directories(data, ec);
@@ -152,6 +172,11 @@ int main(int argc, char** argv) {
             strerror(errno));
     return 1;
   }
+
+  // A peer that closes a socket we write to (an exchange socket, redis, a
+  // server mid-request) must be an error code, not the end of the process;
+  // neither libuv nor hiredis suppresses SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
 
   // Process-wide library setup, once, before any other thread or handle.
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||

@@ -13,7 +13,12 @@
 #include <optional>
 #include <unordered_map>
 
+#include "conf/overrides.h"
+#include "conf/rules.h"
 #include "daemon/event_log.h"
+#include "daemon/ip_gate.h"
+#include "daemon/processors.h"
+#include "daemon/traps.h"
 #include "dedupe/dedupe.h"
 #include "dns/dns.h"
 #include "fetcher/fetcher.h"
@@ -49,14 +54,6 @@ bool IEquals(std::string_view a, std::string_view b) {
          });
 }
 
-bool IContains(std::string_view hay, std::string_view needle) {
-  if (needle.size() > hay.size()) return false;
-  for (size_t i = 0; i + needle.size() <= hay.size(); ++i) {
-    if (IEquals(hay.substr(i, needle.size()), needle)) return true;
-  }
-  return false;
-}
-
 // RFC 9110 section 10.2.3: Retry-After is delay-seconds or an HTTP-date.
 // Returns microseconds from now, or -1 when absent or unreadable.
 int64_t ParseRetryAfter(std::string_view value, int64_t now_wall_s) {
@@ -90,12 +87,22 @@ class Worker::Impl {
   Result<CrawlSummary> Run();
 
  private:
-  // Per-origin state the worker keeps beside the frontier: robots.txt.
+  // Per-origin state the worker keeps beside the frontier: robots.txt and
+  // the admin override in force.
   struct HostState {
     enum class Robots { kUnknown, kReady, kFailing };
     Robots robots = Robots::kUnknown;
+    // The rules in force: the fetched ones (or allow-all) plus the
+    // override's extra disallows.
     std::optional<robots::Rules> rules;
     int64_t robots_expires_us = 0;
+    // The last robots.txt that parsed, for a long outage (RFC 9309 2.3.1.4
+    // lets a crawler keep using a cached copy).
+    std::optional<robots::Rules> last_good;
+    int64_t failing_since_us = -1;  // monotonic; -1 while not failing
+    // Override lookup, redone after a reload (generation mismatch).
+    uint64_t override_generation = 0;
+    conf::HostOverride override_rule;
   };
 
   // One URL on its way through resolve and fetch.
@@ -106,6 +113,10 @@ class Worker::Impl {
     int robots_hops = 0;     // redirects followed for robots.txt
     std::string fetch_url;   // item.url, or the robots.txt URL
     int64_t started_us = 0;  // monotonic
+    std::string ip;          // address held at the IP gate ("" = none)
+    // Host of the seed this URL descends from, for the filter's scope
+    // rules: the host of the page the link was found on (see RULES.md).
+    std::string seed_host;
   };
 
   void Pump();
@@ -119,12 +130,28 @@ class Worker::Impl {
   // Requeues a page after a transient failure, at most kMaxRetries times.
   void RetryLater(const Job& job);
   static constexpr int kMaxRetries = 3;
-  void Record(const Job& job, const fetcher::Response& response);
+  // Writes the exchange; returns the response record's WARC-Record-ID
+  // ("" when nothing was written).
+  std::string Record(const Job& job, const fetcher::Response& response);
+  void WriteMetadata(const Job& job, const std::string& response_id,
+                     const parser::Page& page, bool noindex, bool nofollow);
   void HandleRedirect(const Job& job, const fetcher::Response& response);
-  void ParseAndEnqueue(const Job& job, const fetcher::Response& response);
+  void ParseAndEnqueue(const Job& job, const fetcher::Response& response,
+                       const std::string& response_id);
   // Canonicalizes and enqueues a discovered URL; returns true if it was new.
   bool Enqueue(std::string_view url, uint16_t depth, uint8_t redirects,
-               double credit, uint64_t redirect_parent);
+               double credit, uint64_t redirect_parent,
+               std::string_view seed_host);
+  // Loads rules_file and overrides_file; on failure the old ones stay.
+  Status LoadRules(bool initial);
+  // The override for a host (cached per generation); counted and logged
+  // when it is first used.
+  const conf::HostOverride& OverrideFor(const std::string& host_key,
+                                        HostState& hs);
+  // Fetched (or allow-all) rules plus the override's disallows.
+  robots::Rules EffectiveRules(robots::Rules base, const HostState& hs);
+  void ResolveAndGate(std::shared_ptr<Job> job, dns::Answer answer);
+  void LeaveIpGate(Job& job);
   void Count(const std::string& what, uint64_t n = 1) { counts_[what] += n; }
   void Progress(bool final_line);
   void RequestStop(const std::string& reason);
@@ -138,16 +165,23 @@ class Worker::Impl {
   uv_timer_t progress_timer_{};
   uv_signal_t sigint_{};
   uv_signal_t sigterm_{};
+  uv_signal_t sighup_{};
   bool handles_open_ = false;
 
   url::Canonicalizer canonicalizer_;
-  parser::Extractor extractor_;
   std::unique_ptr<frontier::Frontier> frontier_;
   std::unique_ptr<dedupe::SeenSet> seen_;
   std::unique_ptr<dns::Resolver> resolver_;
   std::unique_ptr<fetcher::Fetcher> fetcher_;
   std::unique_ptr<store::WarcWriter> warc_;
   EventLog log_;
+  std::unique_ptr<conf::RuleSet> rules_;
+  std::unique_ptr<conf::Overrides> overrides_;
+  uint64_t override_generation_ = 1;
+  IpGate ip_gate_;
+  TrapGuard traps_;
+  ProcessorRegistry processors_;
+  parser::Page page_;  // reused per parsed body
 
   std::unordered_map<std::string, HostState> hosts_;
   // Redirect-discovered URL -> the URL that redirected to it, to tell a
@@ -174,13 +208,45 @@ url::Options CanonOptions(const conf::Config&) { return url::Options(); }
 
 parser::Options ParserOptions(const conf::Config&) { return parser::Options(); }
 
+IpGate::Options IpGateOptions(const conf::Config& c) {
+  IpGate::Options o;
+  o.enabled = c.politeness.per_ip;
+  o.min_delay_us = c.politeness.ip_min_delay_ms * 1000;
+  o.delay_factor = c.politeness.delay_factor;
+  o.max_delay_us = c.politeness.max_delay_ms * 1000;
+  return o;
+}
+
+TrapGuard::Options TrapOptions(const conf::Config& c) {
+  TrapGuard::Options o;
+  o.host_budget = c.traps.host_budget;
+  o.max_path_repeats = c.traps.max_path_repeats;
+  o.calendar = c.traps.calendar;
+  time_t now = time(nullptr);
+  struct tm tm {};
+  gmtime_r(&now, &tm);
+  o.current_year = tm.tm_year + 1900;
+  o.calendar_years_back = c.traps.calendar_years_back;
+  o.calendar_years_ahead = c.traps.calendar_years_ahead;
+  o.max_query_variants = static_cast<uint32_t>(c.traps.max_query_variants);
+  o.max_query_params = c.traps.max_query_params;
+  return o;
+}
+
+std::string HostOf(std::string_view url_or_origin) {
+  auto u = url::Parse(url_or_origin);
+  return u.ok() ? std::string(u->host()) : std::string();
+}
+
 }  // namespace
 
 Worker::Impl::Impl(const WorkerOptions& options)
     : options_(options),
       config_(options_.config),
       canonicalizer_(CanonOptions(options_.config)),
-      extractor_(ParserOptions(options_.config)) {}
+      ip_gate_(IpGateOptions(options_.config)),
+      traps_(TrapOptions(options_.config)),
+      processors_(ProcessorRegistry::Default(ParserOptions(options_.config))) {}
 
 Worker::Impl::~Impl() {
   if (handles_open_) {
@@ -203,12 +269,14 @@ Status Worker::Impl::Init() {
     }
   }
   if (Status s = log_.Open(data + "/logs/crawld.jsonl"); !s.ok()) return s;
+  if (Status s = LoadRules(true); !s.ok()) return s;
 
   frontier::Options fo;
   fo.min_delay_us = config_.politeness.min_delay_ms * 1000;
   fo.max_delay_us = config_.politeness.max_delay_ms * 1000;
   fo.delay_factor = config_.politeness.delay_factor;
   fo.max_crawl_delay_us = config_.politeness.max_crawl_delay_ms * 1000;
+  fo.max_consecutive_errors = config_.politeness.max_host_errors;
   frontier_ = std::make_unique<frontier::Frontier>(fo);
 
   dedupe::Options dopt;
@@ -260,8 +328,9 @@ Status Worker::Impl::Init() {
   uv_timer_init(&loop_, &progress_timer_);
   uv_signal_init(&loop_, &sigint_);
   uv_signal_init(&loop_, &sigterm_);
+  uv_signal_init(&loop_, &sighup_);
   pump_timer_.data = progress_timer_.data = this;
-  sigint_.data = sigterm_.data = this;
+  sigint_.data = sigterm_.data = sighup_.data = this;
   handles_open_ = true;
   return Status::Ok();
 }
@@ -273,7 +342,7 @@ Result<CrawlSummary> Worker::Impl::Run() {
              {{"seeds", std::to_string(options_.seeds.size())},
               {"data_dir", config_.crawl.data_dir}});
   for (const std::string& seed : options_.seeds) {
-    Enqueue(seed, 0, 0, 1.0, 0);
+    Enqueue(seed, 0, 0, 1.0, 0, HostOf(seed));
   }
 
   auto on_signal = [](uv_signal_t* h, int signum) {
@@ -282,6 +351,14 @@ Result<CrawlSummary> Worker::Impl::Run() {
   };
   uv_signal_start(&sigint_, on_signal, SIGINT);
   uv_signal_start(&sigterm_, on_signal, SIGTERM);
+  uv_signal_start(
+      &sighup_,
+      [](uv_signal_t* h, int) {
+        Impl* self = static_cast<Impl*>(h->data);
+        (void)self->LoadRules(false);
+        self->Pump();
+      },
+      SIGHUP);
 
   const uint64_t period_ms = static_cast<uint64_t>(
       (options_.progress_tty ? std::min(config_.crawl.progress_interval_s, 0.5)
@@ -324,8 +401,13 @@ void Worker::Impl::Pump() {
           static_cast<int64_t>(config_.crawl.max_duration_s * 1e6)) {
     RequestStop("max_duration");
   }
+  if (!stopping_) ip_gate_.RunReady(now);
   const size_t max_active = static_cast<size_t>(config_.fetch.max_connections);
-  while (!stopping_ && active_ < max_active) {
+  // Jobs waiting at the IP gate hold a host slot but no connection; they
+  // are bounded separately so one crowded address cannot pull in every
+  // host that lives on it.
+  while (!stopping_ && active_ - ip_gate_.waiting() < max_active &&
+         ip_gate_.waiting() < 4 * max_active) {
     if (config_.crawl.max_pages > 0 &&
         pages_ + active_ >= config_.crawl.max_pages) {
       if (active_ == 0) RequestStop("max_pages");
@@ -345,11 +427,15 @@ void Worker::Impl::ArmTimer(int64_t now_us) {
     return;
   }
   int64_t next = frontier_->NextReadyUs();
-  const bool saturated =
-      active_ >= static_cast<size_t>(config_.fetch.max_connections) ||
-      (config_.crawl.max_pages > 0 &&
-       pages_ + active_ >= config_.crawl.max_pages);
-  if (next == INT64_MAX || saturated) {
+  const size_t max_active = static_cast<size_t>(config_.fetch.max_connections);
+  const bool saturated = active_ - ip_gate_.waiting() >= max_active ||
+                         ip_gate_.waiting() >= 4 * max_active ||
+                         (config_.crawl.max_pages > 0 &&
+                          pages_ + active_ >= config_.crawl.max_pages);
+  if (saturated) next = INT64_MAX;
+  // A waiter at the IP gate becomes due on its own clock.
+  next = std::min(next, ip_gate_.RunReady(now_us));
+  if (next == INT64_MAX) {
     // Nothing to wait for, or no slot free: the next completion pumps.
     uv_timer_stop(&pump_timer_);
     return;
@@ -365,9 +451,17 @@ void Worker::Impl::ArmTimer(int64_t now_us) {
 
 void Worker::Impl::Dispatch(frontier::Frontier::Ready ready, int64_t now_us) {
   HostState& hs = hosts_[ready.host_key];
-  const bool need_robots = config_.politeness.respect_robots &&
-                           (hs.robots != HostState::Robots::kReady ||
-                            now_us >= hs.robots_expires_us);
+  const conf::HostOverride& ov = OverrideFor(ready.host_key, hs);
+  if (!config_.politeness.respect_robots || ov.ignore_robots) {
+    // No robots.txt fetch: allow-all plus the override's disallows.
+    if (hs.robots != HostState::Robots::kReady) {
+      hs.rules = EffectiveRules(robots::Rules::AllowAll(), hs);
+      hs.robots = HostState::Robots::kReady;
+    }
+    hs.robots_expires_us = INT64_MAX;
+  }
+  const bool need_robots =
+      hs.robots != HostState::Robots::kReady || now_us >= hs.robots_expires_us;
   if (need_robots) {
     // The slot Pop gave us is used for robots.txt; the page waits at the
     // head of its queue and comes out again after the politeness delay.
@@ -384,7 +478,11 @@ void Worker::Impl::Dispatch(frontier::Frontier::Ready ready, int64_t now_us) {
     auto parsed = url::Parse(ready.item.url);
     if (parsed.ok() && !hs.rules->Allowed(parsed->path_and_query())) {
       Count("robots_disallowed");
-      log_.Write(Level::kDebug, "robots_disallowed", {{"url", ready.item.url}});
+      robots::Verdict v = hs.rules->Check(parsed->path_and_query());
+      if (v.from_override) Count("override_disallowed");
+      log_.Write(
+          Level::kDebug, "robots_disallowed",
+          {{"url", ready.item.url}, {"rule", v.rule}, {"origin", v.origin}});
       frontier_->Release(ready.host_key);
       return;
     }
@@ -436,17 +534,37 @@ void Worker::Impl::OnResolved(std::shared_ptr<Job> job,
     FinishJob(*job, {frontier::Outcome::kNetworkError, 0, -1});
     return;
   }
-  fetcher::Request req;
-  req.url = job->fetch_url;
-  req.ip = answer->addresses.front();
-  fetcher_->Submit(std::move(req), [this, job](fetcher::Response&& r) {
+  ResolveAndGate(std::move(job), std::move(answer).value());
+}
+
+void Worker::Impl::ResolveAndGate(std::shared_ptr<Job> job,
+                                  dns::Answer answer) {
+  // Politeness per address: the request waits at the gate until its
+  // address is free and due; the host's frontier slot stays held.
+  const std::string ip = answer.addresses.front();
+  ip_gate_.Enter(ip, MonotonicUs(), [this, job, ip] {
     if (finished_) return;
-    if (job->is_robots) {
-      OnRobotsResponse(job, std::move(r));
-    } else {
-      OnResponse(job, std::move(r));
-    }
+    job->ip = ip;
+    job->started_us = MonotonicUs();
+    fetcher::Request req;
+    req.url = job->fetch_url;
+    req.ip = ip;
+    fetcher_->Submit(std::move(req), [this, job](fetcher::Response&& r) {
+      if (finished_) return;
+      if (job->is_robots) {
+        OnRobotsResponse(job, std::move(r));
+      } else {
+        OnResponse(job, std::move(r));
+      }
+    });
   });
+}
+
+void Worker::Impl::LeaveIpGate(Job& job) {
+  if (job.ip.empty()) return;
+  const int64_t now = MonotonicUs();
+  ip_gate_.Leave(job.ip, now, now - job.started_us);
+  job.ip.clear();
 }
 
 void Worker::Impl::RetryLater(const Job& job) {
@@ -464,12 +582,14 @@ void Worker::Impl::RetryLater(const Job& job) {
 
 void Worker::Impl::FinishJob(const Job& job,
                              const frontier::Completion& completion) {
+  LeaveIpGate(const_cast<Job&>(job));
   frontier_->Complete(job.host_key, MonotonicUs(), completion);
   if (active_ > 0) --active_;
   Pump();
 }
 
-void Worker::Impl::Record(const Job& job, const fetcher::Response& response) {
+std::string Worker::Impl::Record(const Job& job,
+                                 const fetcher::Response& response) {
   store::FetchRecord rec;
   rec.target_uri = job.fetch_url;
   rec.ip = response.ip;
@@ -489,7 +609,9 @@ void Worker::Impl::Record(const Job& job, const fetcher::Response& response) {
         {{"url", job.fetch_url}, {"error", written.status().ToString()}});
     // A crawler that cannot record what it fetches must not go on fetching.
     RequestStop("store_error");
+    return "";
   }
+  return written->response.record_id;
 }
 
 void Worker::Impl::OnRobotsResponse(std::shared_ptr<Job> job,
@@ -508,6 +630,7 @@ void Worker::Impl::OnRobotsResponse(std::shared_ptr<Job> job,
     if (base.ok() && !location.empty()) {
       auto target = url::Parse(location, &base.value());
       if (target.ok() && target->is_http()) {
+        LeaveIpGate(*job);  // the next hop queues at the gate again
         auto next = std::make_shared<Job>(*job);
         next->fetch_url = std::string(target->href());
         next->robots_hops++;
@@ -521,11 +644,16 @@ void Worker::Impl::OnRobotsResponse(std::shared_ptr<Job> job,
   if (status >= 200 && status < 300) {
     bool capped = false;
     auto body = fetcher::DecodeBody(response, 500 * 1024, &capped);
-    hs.rules = robots::Rules::Parse(body.ok() ? *body : std::string(),
-                                    config_.crawl.robots_token);
+    robots::Rules parsed = robots::Rules::Parse(
+        body.ok() ? *body : std::string(), config_.crawl.robots_token);
+    hs.last_good = parsed;
+    hs.failing_since_us = -1;
+    hs.rules = EffectiveRules(std::move(parsed), hs);
     hs.robots = HostState::Robots::kReady;
     hs.robots_expires_us = now + ttl_us;
-    if (auto delay = hs.rules->crawl_delay_seconds()) {
+    if (hs.override_rule.delay_ms.has_value()) {
+      // The override's delay replaces Crawl-delay (set in OverrideFor).
+    } else if (auto delay = hs.rules->crawl_delay_seconds()) {
       // Clamp before the cast: a hostile "Crawl-delay: 1e300" must not be
       // undefined behaviour; the frontier caps it at max_crawl_delay.
       const double capped_s = std::clamp(*delay, 0.0, 86400.0);
@@ -534,7 +662,9 @@ void Worker::Impl::OnRobotsResponse(std::shared_ptr<Job> job,
     }
   } else if (status >= 400 && status < 500) {
     // RFC 9309 2.3.1.3: "unavailable" robots.txt: crawl without rules.
-    hs.rules = robots::Rules::AllowAll();
+    hs.rules = EffectiveRules(robots::Rules::AllowAll(), hs);
+    hs.last_good = robots::Rules::AllowAll();
+    hs.failing_since_us = -1;
     hs.robots = HostState::Robots::kReady;
     hs.robots_expires_us = now + ttl_us;
   } else {
@@ -560,6 +690,18 @@ void Worker::Impl::OnRobotsResponse(std::shared_ptr<Job> job,
                 {"error", response.error_message}});
     done.outcome = status >= 500 ? frontier::Outcome::kServerError
                                  : frontier::Outcome::kNetworkError;
+    if (hs.failing_since_us < 0) hs.failing_since_us = now;
+    const int64_t grace_us = config_.politeness.robots_outage_grace_s * 1000000;
+    if (hs.last_good.has_value() && now - hs.failing_since_us >= grace_us) {
+      // A long outage: crawl under the last good copy, and look again
+      // after a TTL (or an hour, whichever is sooner).
+      hs.rules = EffectiveRules(*hs.last_good, hs);
+      hs.robots = HostState::Robots::kReady;
+      hs.robots_expires_us = now + std::min<int64_t>(ttl_us, 3600ll * 1000000);
+      Count("robots_last_good_used");
+      log_.Write(Level::kWarn, "robots_last_good_used",
+                 {{"host", job->host_key}});
+    }
   }
   FinishJob(*job, done);
 }
@@ -590,7 +732,7 @@ void Worker::Impl::OnResponse(std::shared_ptr<Job> job,
 
   ++pages_;
   bytes_ += response.body.size();
-  Record(*job, response);
+  const std::string response_id = Record(*job, response);
   if (response.error != fetcher::ErrorClass::kNone) {
     // A response arrived but the transfer was cut (cap, slow body): it is
     // recorded as truncated and counted; its links are still used.
@@ -618,7 +760,7 @@ void Worker::Impl::OnResponse(std::shared_ptr<Job> job,
   } else if (status >= 300 && status < 400) {
     HandleRedirect(*job, response);
   } else if (status >= 200 && status < 300) {
-    ParseAndEnqueue(*job, response);
+    ParseAndEnqueue(*job, response, response_id);
   }
   FinishJob(*job, done);
 }
@@ -654,15 +796,22 @@ void Worker::Impl::HandleRedirect(const Job& job,
   }
   Enqueue(target->href(), job.item.depth,
           static_cast<uint8_t>(job.item.redirects + 1), job.item.credit,
-          job.item.fingerprint);
+          job.item.fingerprint, base->host());
 }
 
 void Worker::Impl::ParseAndEnqueue(const Job& job,
-                                   const fetcher::Response& response) {
-  std::string content_type = response.Header("Content-Type");
-  if (!content_type.empty() && !IContains(content_type, "html")) {
-    return;  // archived, not parsed
+                                   const fetcher::Response& response,
+                                   const std::string& response_id) {
+  // Page-level robots directives from the header apply to any type.
+  std::vector<std::string_view> xrt;
+  for (const auto& [name, value] : response.headers) {
+    if (IEquals(name, "X-Robots-Tag")) xrt.push_back(value);
   }
+  const parser::RobotsDirectives header_robots =
+      parser::ParseXRobotsTag(xrt, config_.crawl.robots_token);
+  if (header_robots.noindex) Count("x_robots_noindex");
+
+  std::string content_type = response.Header("Content-Type");
   bool capped = false;
   auto body = fetcher::DecodeBody(response, 8u << 20, &capped);
   if (!body.ok()) {
@@ -672,18 +821,25 @@ void Worker::Impl::ParseAndEnqueue(const Job& job,
     return;
   }
   if (capped) Count("decode_capped");
-  if (content_type.empty()) {
-    // No header: parse only what looks like markup.
-    std::string_view b = *body;
-    size_t i = b.find_first_not_of(" \t\r\n");
-    if (i == std::string_view::npos || b[i] != '<') return;
+  const std::string mime = SniffMime(content_type, *body);
+  const Processor* processor = processors_.For(mime);
+  if (processor == nullptr) {
+    Count("not_parsed");  // archived only
+    return;
   }
   auto doc_url = url::Parse(job.fetch_url);
   if (!doc_url.ok()) return;
-  parser::Page page = extractor_.Extract(*body, content_type, doc_url.value(),
-                                         config_.crawl.robots_token);
+  processor->Process(*body, content_type, doc_url.value(),
+                     config_.crawl.robots_token, &page_);
+  const parser::Page& page = page_;
   if (page.invalid_links > 0) Count("invalid_url", page.invalid_links);
-  if (page.meta_nofollow) {
+  const bool noindex = page.meta_noindex || header_robots.noindex;
+  const bool nofollow = page.meta_nofollow || header_robots.nofollow;
+  if (noindex) Count("noindex_pages");
+  if (config_.store.write_metadata && !response_id.empty()) {
+    WriteMetadata(job, response_id, page, noindex, nofollow);
+  }
+  if (nofollow) {
     Count("meta_nofollow_pages");
     return;
   }
@@ -692,26 +848,106 @@ void Worker::Impl::ParseAndEnqueue(const Job& job,
     Count("max_depth", page.links.size());
     return;
   }
+  const std::string_view seed_host = doc_url->host();
   for (const parser::Link& link : page.links) {
-    if (link.nofollow) {
+    if (link.nofollow && !config_.crawl.follow_rel_nofollow) {
       Count("nofollow_links");
       continue;
     }
-    Enqueue(link.url, depth, 0, 1.0, 0);
+    Enqueue(link.url, depth, 0, 1.0, 0, seed_host);
+    if (config_.crawl.path_ascending) {
+      // /a/b/page offers /a/b/, /a/ and /: parents are cheap to test and
+      // often list what no link points to.
+      auto u = url::Parse(link.url);
+      if (!u.ok()) continue;
+      std::string_view path = u->path();
+      const std::string origin = u->origin_key();
+      size_t end = path.size();
+      if (end > 0 && path.back() == '/') --end;
+      while (end > 0) {
+        size_t slash = path.rfind('/', end - 1);
+        if (slash == std::string_view::npos) break;
+        std::string parent = origin;
+        parent.append(path.substr(0, slash + 1));
+        if (Enqueue(parent, depth, 0, 1.0, 0, seed_host)) {
+          Count("path_ascending_added");
+        }
+        end = slash;
+      }
+    }
+  }
+}
+
+void Worker::Impl::WriteMetadata(const Job& job, const std::string& response_id,
+                                 const parser::Page& page, bool noindex,
+                                 bool nofollow) {
+  // application/warc-fields, as Heritrix writes it: one outlink per line,
+  // plus the page-level robots flags indexers must honour.
+  std::string block;
+  block.reserve(64 + page.links.size() * 80);
+  if (noindex) block += "robots: noindex\r\n";
+  if (nofollow) block += "robots: nofollow\r\n";
+  if (!page.canonical.empty()) {
+    block += "canonical: ";
+    block += page.canonical;
+    block += "\r\n";
+  }
+  for (const parser::Link& link : page.links) {
+    block += "outlink: ";
+    block += link.url;
+    if (link.nofollow) block += " nofollow";
+    block += "\r\n";
+  }
+  auto written = warc_->WriteMetadata(job.fetch_url, response_id,
+                                      time(nullptr) * 1000000ll,
+                                      "application/warc-fields", block);
+  if (!written.ok()) {
+    Count("store_error");
+    log_.Write(
+        Level::kError, "warc_write_failed",
+        {{"url", job.fetch_url}, {"error", written.status().ToString()}});
+    RequestStop("store_error");
   }
 }
 
 bool Worker::Impl::Enqueue(std::string_view url_text, uint16_t depth,
                            uint8_t redirects, double credit,
-                           uint64_t redirect_parent) {
+                           uint64_t redirect_parent,
+                           std::string_view seed_host) {
   auto canon = canonicalizer_.Canonicalize(url_text);
   if (!canon.ok()) {
     Count("invalid_url");
     return false;
   }
   if (!canon->is_http()) return false;
+  // The filter decides before the seen test: a URL rejected now is not
+  // remembered, so a rule reload can admit it when it is met again.
+  conf::RuleVerdict verdict = rules_->Decide({canon->href(), depth, seed_host});
+  if (!verdict.accept) {
+    Count("filter_rejected");
+    log_.Write(Level::kDebug, "filter_rejected",
+               {{"url", std::string(canon->href())},
+                {"rule", verdict.rule},
+                {"line", std::to_string(verdict.line)}});
+    return false;
+  }
+  if (std::string_view trap = traps_.CheckShape(*canon); !trap.empty()) {
+    Count("trap_" + std::string(trap));
+    log_.Write(
+        Level::kDebug, "trap",
+        {{"url", std::string(canon->href())}, {"trap", std::string(trap)}});
+    return false;
+  }
   const uint64_t fp = url::Fingerprint(canon->href());
   if (!seen_->InsertIfNew(fp)) return false;
+  const std::string host_key = canon->origin_key();
+  if (std::string_view trap = traps_.Admit(host_key, *canon); !trap.empty()) {
+    Count("trap_" + std::string(trap));
+    log_.Write(
+        Level::kDebug, "trap",
+        {{"url", std::string(canon->href())}, {"trap", std::string(trap)}});
+    return false;
+  }
   if (redirect_parent != 0) redirect_parent_[fp] = redirect_parent;
   frontier::Item item;
   item.url = std::string(canon->href());
@@ -719,11 +955,92 @@ bool Worker::Impl::Enqueue(std::string_view url_text, uint16_t depth,
   item.depth = depth;
   item.redirects = redirects;
   item.credit = credit;
-  if (!frontier_->Push(canon->origin_key(), std::move(item))) {
+  if (!frontier_->Push(host_key, std::move(item))) {
     Count("retired_host_drops");
     return false;
   }
   return true;
+}
+
+Status Worker::Impl::LoadRules(bool initial) {
+  // Both files are read before either is swapped in: a reload applies
+  // entirely or not at all.
+  std::unique_ptr<conf::RuleSet> rules;
+  std::unique_ptr<conf::Overrides> overrides;
+  Status failed = Status::Ok();
+  if (config_.crawl.rules_file.empty()) {
+    rules = conf::RuleSet::AcceptAll();
+  } else if (auto r = conf::RuleSet::Load(config_.crawl.rules_file); r.ok()) {
+    rules = std::move(r).value();
+  } else {
+    failed = r.status();
+  }
+  if (failed.ok()) {
+    if (config_.politeness.overrides_file.empty()) {
+      overrides = conf::Overrides::None();
+    } else if (auto o =
+                   conf::Overrides::Load(config_.politeness.overrides_file);
+               o.ok()) {
+      overrides = std::move(o).value();
+    } else {
+      failed = o.status();
+    }
+  }
+  if (!failed.ok()) {
+    if (initial) return failed;
+    Count("rules_reload_failed");
+    log_.Write(Level::kError, "rules_reload_failed",
+               {{"error", failed.ToString()}});
+    if (options_.progress != nullptr) {
+      fprintf(
+          options_.progress, "%srules reload failed, previous rules stay: %s\n",
+          options_.progress_tty ? "\r\033[K" : "", failed.ToString().c_str());
+    }
+    return failed;
+  }
+  rules_ = std::move(rules);
+  overrides_ = std::move(overrides);
+  ++override_generation_;
+  if (!initial) {
+    Count("rules_reloaded");
+    // Robots rules in force include override disallows: rebuild them at the
+    // next dispatch of each host.
+    for (auto& [key, hs] : hosts_) {
+      if (hs.robots == HostState::Robots::kReady && hs.last_good.has_value()) {
+        hs.robots = HostState::Robots::kUnknown;
+      }
+    }
+  }
+  log_.Write(Level::kInfo, initial ? "rules_loaded" : "rules_reloaded",
+             {{"filter_rules", std::to_string(rules_->size())},
+              {"overrides", std::to_string(overrides_->size())}});
+  return Status::Ok();
+}
+
+const conf::HostOverride& Worker::Impl::OverrideFor(const std::string& host_key,
+                                                    HostState& hs) {
+  if (hs.override_generation == override_generation_) return hs.override_rule;
+  hs.override_generation = override_generation_;
+  hs.override_rule = overrides_->For(HostOf(host_key));
+  if (!hs.override_rule.empty()) {
+    // Never silently: each host an override touches is counted and logged.
+    Count("override_hosts");
+    log_.Write(Level::kInfo, "override_applied",
+               {{"host", host_key},
+                {"override", overrides_->Describe(hs.override_rule)}});
+    if (hs.override_rule.delay_ms.has_value()) {
+      frontier_->SetCrawlDelay(host_key, *hs.override_rule.delay_ms * 1000);
+    }
+  }
+  return hs.override_rule;
+}
+
+robots::Rules Worker::Impl::EffectiveRules(robots::Rules base,
+                                           const HostState& hs) {
+  for (const conf::OverrideDisallow& d : hs.override_rule.disallow) {
+    base.AddDisallow(d.pattern, overrides_->Where(d.line));
+  }
+  return base;
 }
 
 void Worker::Impl::Progress(bool final_line) {
@@ -792,6 +1109,7 @@ void Worker::Impl::CloseAll() {
   uv_close(reinterpret_cast<uv_handle_t*>(&progress_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigint_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigterm_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&sighup_), nullptr);
 }
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,73 @@
+// daemon/processors.h (private to daemon/): document processing by type.
+//
+// The worker sniffs the real MIME type of every 2xx body (the header may be
+// missing or lie) and hands the body to the processor registered for that
+// type. HTML goes through parser::Extractor; a type without a processor is
+// archived only. Adding a type means writing a Processor and registering
+// it, nothing else.
+#ifndef CRAWLD_DAEMON_PROCESSORS_H_
+#define CRAWLD_DAEMON_PROCESSORS_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "parser/parser.h"
+#include "url/url.h"
+
+namespace crawld::daemon {
+
+// The MIME type essence ("text/html") to process `body` as. `content_type`
+// is the Content-Type header value (may be empty); `body` the decoded body
+// (only its first 1445 bytes are looked at, as in the WHATWG MIME Sniffing
+// Standard). Follows that standard's "rules for identifying an unknown MIME
+// type" when the header is absent or unknown (empty, unknown/unknown,
+// application/unknown, */*), and one crawler rule on top: a body declared
+// HTML or text that holds binary bytes (NUL and other C0 controls, no BOM)
+// is "application/octet-stream": the header lies.
+std::string SniffMime(std::string_view content_type, std::string_view body);
+
+class Processor {
+ public:
+  virtual ~Processor() = default;
+  virtual std::string_view name() const = 0;
+  // Fills *page (links, robots flags, title, text) from a decoded body.
+  virtual void Process(std::string_view body, std::string_view content_type,
+                       const url::Url& document_url,
+                       std::string_view robots_token,
+                       parser::Page* page) const = 0;
+};
+
+class HtmlProcessor : public Processor {
+ public:
+  explicit HtmlProcessor(const parser::Options& options)
+      : extractor_(options) {}
+  std::string_view name() const override { return "html"; }
+  void Process(std::string_view body, std::string_view content_type,
+               const url::Url& document_url, std::string_view robots_token,
+               parser::Page* page) const override;
+
+ private:
+  parser::Extractor extractor_;
+};
+
+class ProcessorRegistry {
+ public:
+  // The registry every worker starts with: HTML (text/html,
+  // application/xhtml+xml).
+  static ProcessorRegistry Default(const parser::Options& options);
+
+  // Registers `processor` for a MIME essence (lowercase, "type/subtype").
+  // The registry keeps one instance per registration.
+  void Register(std::string essence, std::shared_ptr<const Processor> p);
+  // The processor for an essence, or nullptr: archive only.
+  const Processor* For(std::string_view essence) const;
+
+ private:
+  std::map<std::string, std::shared_ptr<const Processor>, std::less<>> by_type_;
+};
+
+}  // namespace crawld::daemon
+
+#endif  // CRAWLD_DAEMON_PROCESSORS_H_

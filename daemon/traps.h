@@ -1,0 +1,57 @@
+// daemon/traps.h (private to daemon/): heuristics against endless URL
+// spaces, besides the frontier's credit scheduling. Each verdict names the
+// heuristic so the worker can count it ("trap_<name>") and log the URL.
+//
+// Shape checks look at one URL: a path segment repeated too often
+// (/a/b/a/b/a/b/), a date-like URL far from today (calendar pages that link
+// to the next month forever), too many query parameters. Budget checks
+// count what was admitted: URLs per host, distinct queries per host and
+// path (faceted search, sort/filter combinations).
+#ifndef CRAWLD_DAEMON_TRAPS_H_
+#define CRAWLD_DAEMON_TRAPS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "url/url.h"
+
+namespace crawld::daemon {
+
+class TrapGuard {
+ public:
+  struct Options {
+    uint64_t host_budget = 0;  // 0 = unlimited
+    int max_path_repeats = 0;  // 0 = no check
+    bool calendar = false;
+    int current_year = 2026;  // the window's centre
+    int calendar_years_back = 30;
+    int calendar_years_ahead = 2;
+    uint32_t max_query_variants = 0;  // 0 = unlimited
+    int max_query_params = 0;         // 0 = unlimited
+  };
+
+  explicit TrapGuard(const Options& options) : options_(options) {}
+
+  // "" when the URL looks fine, else "path_repeats", "calendar" or
+  // "query_params". Pure: no state changes.
+  std::string_view CheckShape(const url::Url& u) const;
+
+  // Counts a URL that is about to be queued for `host_key`. "" when it is
+  // within the budgets (and counted), else "host_budget" or
+  // "query_variants" (and not counted).
+  std::string_view Admit(std::string_view host_key, const url::Url& u);
+
+  // The year a date-like URL names, or 0. Exposed for tests.
+  static int DateYear(const url::Url& u);
+
+ private:
+  Options options_;
+  std::unordered_map<std::string, uint64_t> per_host_;
+  std::unordered_map<uint64_t, uint32_t> per_path_;  // xxh3(host+path)
+};
+
+}  // namespace crawld::daemon
+
+#endif  // CRAWLD_DAEMON_TRAPS_H_
