@@ -387,6 +387,17 @@ constexpr Key kKeys[] = {
             "outlinks and its robots flags (noindex, nofollow) for "
             "indexers."),
 
+    BoolKey(CRAWLD_CONF_FIELD(store, write_index),
+            "Write a CDXJ index line per response and revisit record, one "
+            "index file per WARC in <data>/index (docs/STORE.md)."),
+    BoolKey(CRAWLD_CONF_FIELD(store, write_feed),
+            "Append every stored response and revisit to the document feed "
+            "in <data>/index/feed, read by indexers from a cursor; needs "
+            "write_index."),
+    BoolKey(CRAWLD_CONF_FIELD(store, conversion_records),
+            "Also store the extracted text of each parsed page as a WARC "
+            "conversion record."),
+
     // [traps]
     IntKey(CRAWLD_CONF_FIELD(traps, host_budget), 0, 1'000'000'000'000,
            "URLs queued per host over the crawl; later ones are dropped and "
@@ -409,6 +420,33 @@ constexpr Key kKeys[] = {
            "A URL with more query parameters than this is dropped "
            "(trap_query_params). 0 = unlimited."),
 
+    // [frontier]
+    BoolKey(CRAWLD_CONF_FIELD(frontier, credit_scheduling),
+            "AOPIC: among hosts politeness allows, the one with the most "
+            "credit is fetched first, and a host's page budget grows with "
+            "the credit other hosts give it. false = earliest ready first, "
+            "no budget."),
+    FloatKey(CRAWLD_CONF_FIELD(frontier, tax), 0, 1,
+             "Share of each fetched page's credit paid to the lambda "
+             "account, which is shared out over all hosts with queued work."),
+    IntKey(CRAWLD_CONF_FIELD(frontier, lambda_interval), 1, 1'000'000'000,
+           "Fetches between two share-outs of the lambda account."),
+    IntKey(CRAWLD_CONF_FIELD(frontier, base_page_budget), 0, 1'000'000'000'000,
+           "Pages a host may have fetched before credit from other hosts "
+           "raises its budget; 0 = no budget."),
+    FloatKey(CRAWLD_CONF_FIELD(frontier, budget_pages_per_credit), 0,
+             1'000'000'000,
+             "Extra pages of budget per unit of credit a host receives from "
+             "other hosts."),
+    BoolKey(CRAWLD_CONF_FIELD(frontier, spill),
+            "Keep only the head and tail of each host queue in memory and "
+            "spill the middle to segment files in "
+            "<data>/worker-<id>/frontier."),
+    IntKey(CRAWLD_CONF_FIELD(frontier, memory_budget_bytes), 1ll << 20,
+           1ll << 40,
+           "Bytes of queued URLs kept in memory over all hosts when "
+           "spilling; above it tails go to disk early."),
+
     // [workers]
     IntKey(CRAWLD_CONF_FIELD(workers, count), 0, 256,
            "Worker processes; 0 = one per CPU core."),
@@ -416,9 +454,9 @@ constexpr Key kKeys[] = {
 
 #undef CRAWLD_CONF_FIELD
 
-constexpr std::string_view kTables[] = {"crawl", "fetch",   "politeness",
-                                        "dns",   "network", "store",
-                                        "traps", "workers"};
+constexpr std::string_view kTables[] = {"crawl", "fetch",    "politeness",
+                                        "dns",   "network",  "store",
+                                        "traps", "frontier", "workers"};
 
 constexpr size_t kNumKeys = std::size(kKeys);
 

@@ -134,6 +134,9 @@ struct StoreConfig {
   int gzip_level = 6;                  // 0 (store) .. 9 (smallest)
   // A metadata record per parsed page: outlinks and robots flags.
   bool write_metadata = true;
+  bool write_index = true;          // CDXJ index per WARC in <data>/index
+  bool write_feed = true;           // document feed in <data>/index/feed
+  bool conversion_records = false;  // extracted text as conversion records
 
   bool operator==(const StoreConfig&) const = default;
 };
@@ -154,6 +157,19 @@ struct TrapsConfig {
   bool operator==(const TrapsConfig&) const = default;
 };
 
+// [frontier]: per-host queues and AOPIC credit scheduling.
+struct FrontierConfig {
+  bool credit_scheduling = true;
+  double tax = 0.10;                   // share of a page's credit to lambda
+  int64_t lambda_interval = 1000;      // fetches between lambda share-outs
+  uint64_t base_page_budget = 100000;  // pages per host before credit
+  double budget_pages_per_credit = 100.0;
+  bool spill = true;  // spill queue middles to <data>/worker-<id>/frontier
+  uint64_t memory_budget_bytes = 64ull << 20;
+
+  bool operator==(const FrontierConfig&) const = default;
+};
+
 // [workers]
 struct WorkersConfig {
   int count = 0;  // worker processes; 0 = number of cores
@@ -170,6 +186,7 @@ struct Config {
   NetworkConfig network;
   StoreConfig store;
   TrapsConfig traps;
+  FrontierConfig frontier;
   WorkersConfig workers;
   // Where it was loaded from ("" for Defaults()). Compared by operator==
   // like every other field; compare the tables when only values matter.

@@ -119,6 +119,14 @@ class Worker::Impl {
     std::string seed_host;
   };
 
+  // What processing a 2xx body found; it decides the index flags of the
+  // record, so it runs before the record is written.
+  struct Processed {
+    bool parsed = false;  // page_ holds this body's Page
+    bool noindex = false;
+    bool nofollow = false;
+  };
+
   void Pump();
   void ArmTimer(int64_t now_us);
   void Dispatch(frontier::Frontier::Ready ready, int64_t now_us);
@@ -132,16 +140,18 @@ class Worker::Impl {
   static constexpr int kMaxRetries = 3;
   // Writes the exchange; returns the response record's WARC-Record-ID
   // ("" when nothing was written).
-  std::string Record(const Job& job, const fetcher::Response& response);
+  std::string Record(const Job& job, const fetcher::Response& response,
+                     const Processed& processed);
   void WriteMetadata(const Job& job, const std::string& response_id,
                      const parser::Page& page, bool noindex, bool nofollow);
   void HandleRedirect(const Job& job, const fetcher::Response& response);
-  void ParseAndEnqueue(const Job& job, const fetcher::Response& response,
-                       const std::string& response_id);
+  Processed Process(const Job& job, const fetcher::Response& response);
+  void FollowLinks(const Job& job, const Processed& processed,
+                   const std::string& response_id);
   // Canonicalizes and enqueues a discovered URL; returns true if it was new.
   bool Enqueue(std::string_view url, uint16_t depth, uint8_t redirects,
                double credit, uint64_t redirect_parent,
-               std::string_view seed_host);
+               std::string_view seed_host, std::string_view from_host_key = {});
   // Loads rules_file and overrides_file; on failure the old ones stay.
   Status LoadRules(bool initial);
   // The override for a host (cached per generation); counted and logged
@@ -277,7 +287,23 @@ Status Worker::Impl::Init() {
   fo.delay_factor = config_.politeness.delay_factor;
   fo.max_crawl_delay_us = config_.politeness.max_crawl_delay_ms * 1000;
   fo.max_consecutive_errors = config_.politeness.max_host_errors;
-  frontier_ = std::make_unique<frontier::Frontier>(fo);
+  fo.credit_scheduling = config_.frontier.credit_scheduling;
+  fo.tax = config_.frontier.tax;
+  fo.lambda_interval = static_cast<uint64_t>(config_.frontier.lambda_interval);
+  fo.base_page_budget = config_.frontier.base_page_budget;
+  fo.budget_pages_per_credit = config_.frontier.budget_pages_per_credit;
+  fo.memory_budget_bytes =
+      static_cast<size_t>(config_.frontier.memory_budget_bytes);
+  if (config_.frontier.spill) {
+    // Resuming from a spill needs the checkpointed seen-set with it (not
+    // there yet), so each run starts its spill afresh.
+    fo.spill_dir =
+        data + "/worker-" + std::to_string(options_.worker_id) + "/frontier";
+    std::filesystem::remove_all(fo.spill_dir, ec);
+  }
+  auto frontier = frontier::Frontier::Open(fo);
+  if (!frontier.ok()) return frontier.status();
+  frontier_ = std::move(frontier).value();
 
   dedupe::Options dopt;
   dopt.expected_urls =
@@ -320,6 +346,9 @@ Status Worker::Impl::Init() {
   so.rotate_bytes = config_.store.rotate_bytes;
   so.gzip_level = config_.store.gzip_level;
   so.user_agent = config_.crawl.user_agent;
+  if (config_.store.write_index) so.index_dir = data + "/index";
+  so.write_feed = config_.store.write_feed;
+  so.conversion_records = config_.store.conversion_records;
   auto warc = store::WarcWriter::Open(so);
   if (!warc.ok()) return warc.status();
   warc_ = std::move(warc).value();
@@ -589,7 +618,8 @@ void Worker::Impl::FinishJob(const Job& job,
 }
 
 std::string Worker::Impl::Record(const Job& job,
-                                 const fetcher::Response& response) {
+                                 const fetcher::Response& response,
+                                 const Processed& processed) {
   store::FetchRecord rec;
   rec.target_uri = job.fetch_url;
   rec.ip = response.ip;
@@ -597,6 +627,7 @@ std::string Worker::Impl::Record(const Job& job,
   rec.request_head = response.request_head;
   rec.response_head = response.response_head;
   rec.body = &response.body;
+  rec.flags.noindex = processed.noindex;
   if (response.truncated) {
     rec.truncated =
         response.error == fetcher::ErrorClass::kTimeout ? "time" : "length";
@@ -621,7 +652,7 @@ void Worker::Impl::OnRobotsResponse(std::shared_ptr<Job> job,
   const int64_t now = MonotonicUs();
   const int64_t rtt = now - job->started_us;
   const int status = response.status_code;
-  if (status > 0) Record(*job, response);
+  if (status > 0) Record(*job, response, Processed{});
 
   if (status >= 300 && status < 400 && job->robots_hops < 5) {
     // RFC 9309 2.3.1.2: follow at least five redirects for robots.txt.
@@ -732,7 +763,9 @@ void Worker::Impl::OnResponse(std::shared_ptr<Job> job,
 
   ++pages_;
   bytes_ += response.body.size();
-  const std::string response_id = Record(*job, response);
+  Processed processed;
+  if (status >= 200 && status < 300) processed = Process(*job, response);
+  const std::string response_id = Record(*job, response, processed);
   if (response.error != fetcher::ErrorClass::kNone) {
     // A response arrived but the transfer was cut (cap, slow body): it is
     // recorded as truncated and counted; its links are still used.
@@ -760,7 +793,7 @@ void Worker::Impl::OnResponse(std::shared_ptr<Job> job,
   } else if (status >= 300 && status < 400) {
     HandleRedirect(*job, response);
   } else if (status >= 200 && status < 300) {
-    ParseAndEnqueue(*job, response, response_id);
+    FollowLinks(*job, processed, response_id);
   }
   FinishJob(*job, done);
 }
@@ -796,12 +829,12 @@ void Worker::Impl::HandleRedirect(const Job& job,
   }
   Enqueue(target->href(), job.item.depth,
           static_cast<uint8_t>(job.item.redirects + 1), job.item.credit,
-          job.item.fingerprint, base->host());
+          job.item.fingerprint, base->host(), job.host_key);
 }
 
-void Worker::Impl::ParseAndEnqueue(const Job& job,
-                                   const fetcher::Response& response,
-                                   const std::string& response_id) {
+Worker::Impl::Processed Worker::Impl::Process(
+    const Job& job, const fetcher::Response& response) {
+  Processed out;
   // Page-level robots directives from the header apply to any type.
   std::vector<std::string_view> xrt;
   for (const auto& [name, value] : response.headers) {
@@ -810,6 +843,8 @@ void Worker::Impl::ParseAndEnqueue(const Job& job,
   const parser::RobotsDirectives header_robots =
       parser::ParseXRobotsTag(xrt, config_.crawl.robots_token);
   if (header_robots.noindex) Count("x_robots_noindex");
+  out.noindex = header_robots.noindex;
+  out.nofollow = header_robots.nofollow;
 
   std::string content_type = response.Header("Content-Type");
   bool capped = false;
@@ -818,28 +853,47 @@ void Worker::Impl::ParseAndEnqueue(const Job& job,
     Count("decode_error");
     log_.Write(Level::kWarn, "decode_error",
                {{"url", job.fetch_url}, {"error", body.status().ToString()}});
-    return;
+    return out;
   }
   if (capped) Count("decode_capped");
   const std::string mime = SniffMime(content_type, *body);
   const Processor* processor = processors_.For(mime);
   if (processor == nullptr) {
     Count("not_parsed");  // archived only
-    return;
+    return out;
   }
   auto doc_url = url::Parse(job.fetch_url);
-  if (!doc_url.ok()) return;
+  if (!doc_url.ok()) return out;
   processor->Process(*body, content_type, doc_url.value(),
                      config_.crawl.robots_token, &page_);
+  out.parsed = true;
+  if (page_.invalid_links > 0) Count("invalid_url", page_.invalid_links);
+  out.noindex = out.noindex || page_.meta_noindex;
+  out.nofollow = out.nofollow || page_.meta_nofollow;
+  if (out.noindex) Count("noindex_pages");
+  return out;
+}
+
+void Worker::Impl::FollowLinks(const Job& job, const Processed& processed,
+                               const std::string& response_id) {
+  if (!processed.parsed) return;
   const parser::Page& page = page_;
-  if (page.invalid_links > 0) Count("invalid_url", page.invalid_links);
-  const bool noindex = page.meta_noindex || header_robots.noindex;
-  const bool nofollow = page.meta_nofollow || header_robots.nofollow;
-  if (noindex) Count("noindex_pages");
   if (config_.store.write_metadata && !response_id.empty()) {
-    WriteMetadata(job, response_id, page, noindex, nofollow);
+    WriteMetadata(job, response_id, page, processed.noindex,
+                  processed.nofollow);
   }
-  if (nofollow) {
+  if (config_.store.conversion_records && !response_id.empty() &&
+      !page.text.empty()) {
+    auto conv = warc_->WriteConversion(job.fetch_url, response_id,
+                                       time(nullptr) * 1000000ll, page.text);
+    if (!conv.ok()) {
+      Count("store_error");
+      log_.Write(Level::kError, "warc_write_failed",
+                 {{"url", job.fetch_url}, {"error", conv.status().ToString()}});
+      RequestStop("store_error");
+    }
+  }
+  if (processed.nofollow) {
     Count("meta_nofollow_pages");
     return;
   }
@@ -848,13 +902,23 @@ void Worker::Impl::ParseAndEnqueue(const Job& job,
     Count("max_depth", page.links.size());
     return;
   }
+  auto doc_url = url::Parse(job.fetch_url);
+  if (!doc_url.ok()) return;
   const std::string_view seed_host = doc_url->host();
+  // AOPIC: the page's after-tax credit is shared equally among the links it
+  // passes on (a link to a URL already queued still credits its host).
+  size_t followed = 0;
+  for (const parser::Link& link : page.links) {
+    if (!link.nofollow || config_.crawl.follow_rel_nofollow) ++followed;
+  }
+  const double share =
+      followed > 0 ? job.item.credit / static_cast<double>(followed) : 0.0;
   for (const parser::Link& link : page.links) {
     if (link.nofollow && !config_.crawl.follow_rel_nofollow) {
       Count("nofollow_links");
       continue;
     }
-    Enqueue(link.url, depth, 0, 1.0, 0, seed_host);
+    Enqueue(link.url, depth, 0, share, 0, seed_host, job.host_key);
     if (config_.crawl.path_ascending) {
       // /a/b/page offers /a/b/, /a/ and /: parents are cheap to test and
       // often list what no link points to.
@@ -869,7 +933,7 @@ void Worker::Impl::ParseAndEnqueue(const Job& job,
         if (slash == std::string_view::npos) break;
         std::string parent = origin;
         parent.append(path.substr(0, slash + 1));
-        if (Enqueue(parent, depth, 0, 1.0, 0, seed_host)) {
+        if (Enqueue(parent, depth, 0, 0.0, 0, seed_host, job.host_key)) {
           Count("path_ascending_added");
         }
         end = slash;
@@ -912,8 +976,8 @@ void Worker::Impl::WriteMetadata(const Job& job, const std::string& response_id,
 
 bool Worker::Impl::Enqueue(std::string_view url_text, uint16_t depth,
                            uint8_t redirects, double credit,
-                           uint64_t redirect_parent,
-                           std::string_view seed_host) {
+                           uint64_t redirect_parent, std::string_view seed_host,
+                           std::string_view from_host_key) {
   auto canon = canonicalizer_.Canonicalize(url_text);
   if (!canon.ok()) {
     Count("invalid_url");
@@ -939,8 +1003,12 @@ bool Worker::Impl::Enqueue(std::string_view url_text, uint16_t depth,
     return false;
   }
   const uint64_t fp = url::Fingerprint(canon->href());
-  if (!seen_->InsertIfNew(fp)) return false;
   const std::string host_key = canon->origin_key();
+  if (!seen_->InsertIfNew(fp)) {
+    // Known URL: its host still receives the credit (AOPIC).
+    if (credit > 0) frontier_->AddCredit(host_key, credit, from_host_key);
+    return false;
+  }
   if (std::string_view trap = traps_.Admit(host_key, *canon); !trap.empty()) {
     Count("trap_" + std::string(trap));
     log_.Write(
@@ -955,8 +1023,18 @@ bool Worker::Impl::Enqueue(std::string_view url_text, uint16_t depth,
   item.depth = depth;
   item.redirects = redirects;
   item.credit = credit;
-  if (!frontier_->Push(host_key, std::move(item))) {
-    Count("retired_host_drops");
+  if (Status st = frontier_->TryPush(host_key, std::move(item), from_host_key);
+      !st.ok()) {
+    if (st.code() == Status::Code::kFailedPrecondition) {
+      Count("retired_host_drops");
+    } else {
+      // The spill disk failed and memory is over budget: counted and
+      // logged, never silent.
+      Count("frontier_refused");
+      log_.Write(
+          Level::kError, "frontier_refused",
+          {{"url", std::string(canon->href())}, {"error", st.ToString()}});
+    }
     return false;
   }
   return true;

@@ -240,7 +240,7 @@ TEST(CrawldConf, ConfigMdDocumentsEveryKey) {
 
 TEST(CrawldConf, SchemaDescribesEveryKeyOnce) {
   std::vector<KeyInfo> schema = Schema();
-  EXPECT_EQ(schema.size(), 51u);
+  EXPECT_EQ(schema.size(), 61u);
   std::set<std::string> names;
   for (const KeyInfo& k : schema) {
     EXPECT_TRUE(
@@ -435,7 +435,7 @@ TEST(CrawldConf, EveryNumericKeyEnforcesItsRange) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 34);
+  EXPECT_EQ(checked, 39);
 }
 
 TEST(CrawldConf, FloatKeysRejectNanAndInfinity) {
