@@ -163,6 +163,26 @@ std::string CheckHeaderValue(std::string_view s) {
   return "";
 }
 
+std::string CheckIpAddress(std::string_view s) {
+  unsigned char buf[16];
+  std::string z(s);
+  if (inet_pton(AF_INET, z.c_str(), buf) == 1 ||
+      inet_pton(AF_INET6, z.c_str(), buf) == 1) {
+    return "";
+  }
+  return "must be a numeric IPv4 or IPv6 address";
+}
+
+std::string CheckToken(std::string_view s) {
+  if (s.size() > 256) return "must be at most 256 bytes";
+  for (char c : s) {
+    if (!IsPrintableAscii(c) || c == ' ') {
+      return "must be printable ASCII without spaces";
+    }
+  }
+  return "";
+}
+
 std::string CheckWarcPrefix(std::string_view s) {
   if (s.empty()) return "must not be empty";
   if (s.size() > 64) return "must be at most 64 bytes";
@@ -447,6 +467,23 @@ constexpr Key kKeys[] = {
            "Bytes of queued URLs kept in memory over all hosts when "
            "spilling; above it tails go to disk early."),
 
+    // [admin]
+    BoolKey(CRAWLD_CONF_FIELD(admin, enabled),
+            "Serve the admin HTTP API (docs/API.md); its base URL is written "
+            "to <data>/run/admin.url."),
+    StringKey(CRAWLD_CONF_FIELD(admin, address), CheckIpAddress,
+              "a numeric IPv4 or IPv6 address",
+              "Address the admin API listens on. Anything but loopback "
+              "requires a token; crawld refuses to start otherwise."),
+    IntKey(CRAWLD_CONF_FIELD(admin, port), 0, 65535,
+           "TCP port of the admin API; 0 = any free port."),
+    StringKey(CRAWLD_CONF_FIELD(admin, token), CheckToken,
+              "printable ASCII without spaces, at most 256 bytes; may be "
+              "empty",
+              "Bearer token every admin request must carry "
+              "(Authorization: Bearer <token>); empty = no token (loopback "
+              "only)."),
+
     // [workers]
     IntKey(CRAWLD_CONF_FIELD(workers, count), 0, 256,
            "Worker processes; 0 = one per CPU core."),
@@ -454,9 +491,9 @@ constexpr Key kKeys[] = {
 
 #undef CRAWLD_CONF_FIELD
 
-constexpr std::string_view kTables[] = {"crawl", "fetch",    "politeness",
-                                        "dns",   "network",  "store",
-                                        "traps", "frontier", "workers"};
+constexpr std::string_view kTables[] = {
+    "crawl", "fetch", "politeness", "dns",   "network",
+    "store", "traps", "frontier",   "admin", "workers"};
 
 constexpr size_t kNumKeys = std::size(kKeys);
 

@@ -170,6 +170,16 @@ struct FrontierConfig {
   bool operator==(const FrontierConfig&) const = default;
 };
 
+// [admin]: the admin HTTP API (docs/API.md).
+struct AdminConfig {
+  bool enabled = true;
+  std::string address = "127.0.0.1";  // numeric IP; non-loopback needs token
+  int port = 0;       // 0 = any free port (written to <data>/run/admin.url)
+  std::string token;  // bearer token; empty = none (loopback only)
+
+  bool operator==(const AdminConfig&) const = default;
+};
+
 // [workers]
 struct WorkersConfig {
   int count = 0;  // worker processes; 0 = number of cores
@@ -187,6 +197,7 @@ struct Config {
   StoreConfig store;
   TrapsConfig traps;
   FrontierConfig frontier;
+  AdminConfig admin;
   WorkersConfig workers;
   // Where it was loaded from ("" for Defaults()). Compared by operator==
   // like every other field; compare the tables when only values matter.

@@ -15,8 +15,10 @@
 
 #include "conf/overrides.h"
 #include "conf/rules.h"
+#include "daemon/admin.h"
 #include "daemon/event_log.h"
 #include "daemon/ip_gate.h"
+#include "daemon/metrics.h"
 #include "daemon/processors.h"
 #include "daemon/traps.h"
 #include "dedupe/dedupe.h"
@@ -33,6 +35,18 @@ namespace crawld::daemon {
 namespace {
 
 int64_t MonotonicUs() { return static_cast<int64_t>(uv_hrtime() / 1000); }
+
+// "2026-11-22T15:04:05.123456Z" from epoch microseconds.
+std::string IsoTime(int64_t us) {
+  time_t secs = static_cast<time_t>(us / 1000000);
+  struct tm tm {};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
+           tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+           tm.tm_sec, static_cast<int>(us % 1000000));
+  return buf;
+}
 
 std::string FormatBytes(uint64_t bytes) {
   char buf[32];
@@ -161,6 +175,13 @@ class Worker::Impl {
   // Fetched (or allow-all) rules plus the override's disallows.
   robots::Rules EffectiveRules(robots::Rules base, const HostState& hs);
   void ResolveAndGate(std::shared_ptr<Job> job, dns::Answer answer);
+  // The admin API on this loop (docs/API.md).
+  Status StartAdmin();
+  std::string StateName() const;
+  Json StatusJson();
+  void SyncMetrics();
+  Json RulesTestJson(const Json& body);
+  Json HostJson(const std::string& name);
   void LeaveIpGate(Job& job);
   void Count(const std::string& what, uint64_t n = 1) { counts_[what] += n; }
   void Progress(bool final_line);
@@ -176,6 +197,7 @@ class Worker::Impl {
   uv_signal_t sigint_{};
   uv_signal_t sigterm_{};
   uv_signal_t sighup_{};
+  uv_timer_t admin_close_timer_{};
   bool handles_open_ = false;
 
   url::Canonicalizer canonicalizer_;
@@ -192,6 +214,11 @@ class Worker::Impl {
   TrapGuard traps_;
   ProcessorRegistry processors_;
   parser::Page page_;  // reused per parsed body
+  std::unique_ptr<AdminServer> admin_;
+  MetricsRegistry metrics_;
+  Histogram* fetch_seconds_ = nullptr;
+  std::unique_ptr<store::FeedReader> feed_;
+  bool paused_ = false;  // by the API: no new fetches start
 
   std::unordered_map<std::string, HostState> hosts_;
   // Redirect-discovered URL -> the URL that redirected to it, to tell a
@@ -361,6 +388,11 @@ Status Worker::Impl::Init() {
   pump_timer_.data = progress_timer_.data = this;
   sigint_.data = sigterm_.data = sighup_.data = this;
   handles_open_ = true;
+  auto hist = metrics_.GetHistogram(
+      "crawld_fetch_duration_seconds",
+      "Time from request start to the end of the response body.", {});
+  if (hist.ok()) fetch_seconds_ = *hist;
+  if (Status s = StartAdmin(); !s.ok()) return s;
   return Status::Ok();
 }
 
@@ -430,12 +462,14 @@ void Worker::Impl::Pump() {
           static_cast<int64_t>(config_.crawl.max_duration_s * 1e6)) {
     RequestStop("max_duration");
   }
-  if (!stopping_) ip_gate_.RunReady(now);
+  // Waiters at the IP gate run even while stopping: they hold host slots,
+  // and the crawl ends only when every job has finished.
+  ip_gate_.RunReady(now);
   const size_t max_active = static_cast<size_t>(config_.fetch.max_connections);
   // Jobs waiting at the IP gate hold a host slot but no connection; they
   // are bounded separately so one crowded address cannot pull in every
   // host that lives on it.
-  while (!stopping_ && active_ - ip_gate_.waiting() < max_active &&
+  while (!stopping_ && !paused_ && active_ - ip_gate_.waiting() < max_active &&
          ip_gate_.waiting() < 4 * max_active) {
     if (config_.crawl.max_pages > 0 &&
         pages_ + active_ >= config_.crawl.max_pages) {
@@ -451,17 +485,21 @@ void Worker::Impl::Pump() {
 }
 
 void Worker::Impl::ArmTimer(int64_t now_us) {
-  if (stopping_) {
+  if (finished_) {
     uv_timer_stop(&pump_timer_);
     return;
   }
-  int64_t next = frontier_->NextReadyUs();
-  const size_t max_active = static_cast<size_t>(config_.fetch.max_connections);
-  const bool saturated = active_ - ip_gate_.waiting() >= max_active ||
-                         ip_gate_.waiting() >= 4 * max_active ||
-                         (config_.crawl.max_pages > 0 &&
-                          pages_ + active_ >= config_.crawl.max_pages);
-  if (saturated) next = INT64_MAX;
+  int64_t next = INT64_MAX;
+  if (!stopping_ && !paused_) {
+    next = frontier_->NextReadyUs();
+    const size_t max_active =
+        static_cast<size_t>(config_.fetch.max_connections);
+    const bool saturated = active_ - ip_gate_.waiting() >= max_active ||
+                           ip_gate_.waiting() >= 4 * max_active ||
+                           (config_.crawl.max_pages > 0 &&
+                            pages_ + active_ >= config_.crawl.max_pages);
+    if (saturated) next = INT64_MAX;
+  }
   // A waiter at the IP gate becomes due on its own clock.
   next = std::min(next, ip_gate_.RunReady(now_us));
   if (next == INT64_MAX) {
@@ -763,6 +801,7 @@ void Worker::Impl::OnResponse(std::shared_ptr<Job> job,
 
   ++pages_;
   bytes_ += response.body.size();
+  if (fetch_seconds_ != nullptr) fetch_seconds_->Observe(rtt / 1e6);
   Processed processed;
   if (status >= 200 && status < 300) processed = Process(*job, response);
   const std::string response_id = Record(*job, response, processed);
@@ -1158,7 +1197,7 @@ void Worker::Impl::RequestStop(const std::string& reason) {
   stopping_ = true;
   stop_reason_ = reason;
   log_.Write(Level::kInfo, "stopping", {{"reason", reason}});
-  uv_timer_stop(&pump_timer_);
+  ArmTimer(MonotonicUs());  // only IP-gate waiters still need the clock
   if (reason.rfind("signal", 0) == 0) {
     // Abort what is in flight: each callback runs with kAborted and is not
     // recorded; those URLs are fetched again on resume (next issue).
@@ -1183,11 +1222,395 @@ void Worker::Impl::CloseAll() {
   handles_open_ = false;
   fetcher_->Shutdown();
   resolver_->Shutdown();
+  if (admin_ != nullptr) {
+    // Not destroyed here: CloseAll can run inside an admin handler (the
+    // stop call), and a server must not be destroyed by its own callback.
+    uv_timer_init(&loop_, &admin_close_timer_);
+    admin_close_timer_.data = this;
+    uv_timer_start(
+        &admin_close_timer_,
+        [](uv_timer_t* t) {
+          static_cast<Impl*>(t->data)->admin_.reset();
+          uv_close(reinterpret_cast<uv_handle_t*>(t), nullptr);
+        },
+        1, 0);
+  }
   uv_close(reinterpret_cast<uv_handle_t*>(&pump_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&progress_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigint_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigterm_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sighup_), nullptr);
+}
+
+// --- admin API (docs/API.md) -------------------------------------------------
+
+Status Worker::Impl::StartAdmin() {
+  if (!config_.admin.enabled) return Status::Ok();
+  AdminServer::Options ao;
+  ao.bind_address = config_.admin.address;
+  ao.port = static_cast<uint16_t>(config_.admin.port);
+  ao.token = config_.admin.token;
+  auto server = AdminServer::Create(&loop_, ao);
+  if (!server.ok()) return server.status();
+  admin_ = std::move(server).value();
+
+  auto route = [&](const char* method, const char* path, Handler h) {
+    Status s = admin_->Route(method, path, std::move(h));
+    (void)s;  // the patterns are literals; tested
+  };
+  route("GET", "/api/status",
+        [this](const Request&, Responder r) { r.SendJson(200, StatusJson()); });
+  route("GET", "/metrics", [this](const Request&, Responder r) {
+    r.Send(Response::MakeText(200, metrics_.Render(),
+                              std::string(MetricsRegistry::kContentType)));
+  });
+  route("POST", "/api/pause", [this](const Request&, Responder r) {
+    if (!stopping_ && !paused_) {
+      paused_ = true;
+      log_.Write(Level::kInfo, "paused", {});
+      ArmTimer(MonotonicUs());
+    }
+    r.SendJson(200, Json::MakeObject().Set("state", StateName()));
+  });
+  route("POST", "/api/resume", [this](const Request&, Responder r) {
+    if (paused_) {
+      paused_ = false;
+      log_.Write(Level::kInfo, "resumed", {});
+      Pump();
+    }
+    r.SendJson(200, Json::MakeObject().Set("state", StateName()));
+  });
+  route("POST", "/api/stop", [this](const Request&, Responder r) {
+    // Answer first: the stop closes the server once in-flight work is done.
+    r.SendJson(200, Json::MakeObject().Set("state", "stopping"));
+    paused_ = false;
+    RequestStop("api stop");
+  });
+  route("POST", "/api/seeds", [this](const Request& req, Responder r) {
+    auto body = req.JsonBody();
+    const Json* urls = body.ok() ? body->Find("urls") : nullptr;
+    if (urls == nullptr || !urls->is_array()) {
+      r.SendError(400, body.ok() ? "body must be {\"urls\": [\"http://...\"]}"
+                                 : body.status().message());
+      return;
+    }
+    uint64_t added = 0, known = 0;
+    Json rejected = Json::MakeArray();
+    for (const Json& u : urls->items()) {
+      if (!u.is_string()) {
+        rejected.Push(Json::MakeObject()
+                          .Set("url", nullptr)
+                          .Set("error", "not a string"));
+        continue;
+      }
+      auto canon = canonicalizer_.Canonicalize(u.as_string());
+      if (!canon.ok() || !canon->is_http()) {
+        rejected.Push(Json::MakeObject()
+                          .Set("url", u.as_string())
+                          .Set("error", canon.ok() ? "not http(s)"
+                                                   : canon.status().message()));
+        continue;
+      }
+      conf::RuleVerdict v = rules_->Decide({canon->href(), 0, canon->host()});
+      if (!v.accept) {
+        rejected.Push(Json::MakeObject()
+                          .Set("url", u.as_string())
+                          .Set("error", "filter: " + v.rule));
+        continue;
+      }
+      if (Enqueue(canon->href(), 0, 0, 1.0, 0, canon->host())) {
+        ++added;
+      } else {
+        ++known;
+      }
+    }
+    if (added > 0) Count("api_seeds_added", added);
+    log_.Write(Level::kInfo, "seeds_added", {{"added", std::to_string(added)}});
+    r.SendJson(200, Json::MakeObject()
+                        .Set("added", added)
+                        .Set("known", known)
+                        .Set("rejected", std::move(rejected)));
+    Pump();
+  });
+  route("POST", "/api/rules/reload", [this](const Request&, Responder r) {
+    Status s = LoadRules(false);
+    if (!s.ok()) {
+      r.SendError(400, s.message());
+      return;
+    }
+    Pump();
+    r.SendJson(
+        200, Json::MakeObject()
+                 .Set("reloaded", true)
+                 .Set("filter_rules", static_cast<uint64_t>(rules_->size()))
+                 .Set("overrides", static_cast<uint64_t>(overrides_->size())));
+  });
+  route("POST", "/api/rules/test", [this](const Request& req, Responder r) {
+    auto body = req.JsonBody();
+    const Json* u = body.ok() ? body->Find("url") : nullptr;
+    if (u == nullptr || !u->is_string()) {
+      r.SendError(400, body.ok() ? "body must be {\"url\": \"http://...\"}"
+                                 : body.status().message());
+      return;
+    }
+    r.SendJson(200, RulesTestJson(*body));
+  });
+  route("GET", "/api/hosts/{host}", [this](const Request& req, Responder r) {
+    Json j = HostJson(*req.Param("host"));
+    if (j.is_null()) {
+      r.SendError(404, "unknown host: " + *req.Param("host"));
+      return;
+    }
+    r.SendJson(200, j);
+  });
+  route("GET", "/api/docs", [this](const Request& req, Responder r) {
+    const std::string* since = req.QueryValue("since");
+    const std::string* limit_s = req.QueryValue("limit");
+    size_t limit = 100;
+    if (limit_s != nullptr) {
+      char* end = nullptr;
+      unsigned long v = strtoul(limit_s->c_str(), &end, 10);
+      if (limit_s->empty() || *end != '\0' || v == 0 || v > 1000) {
+        r.SendError(400, "limit must be 1 .. 1000");
+        return;
+      }
+      limit = v;
+    }
+    if (Status s = warc_->Flush(); !s.ok()) {
+      r.SendError(500, s.message());
+      return;
+    }
+    if (feed_ == nullptr) {
+      auto reader =
+          store::FeedReader::Open(config_.crawl.data_dir + "/index/feed");
+      if (!reader.ok()) {
+        r.SendError(503, "no document feed: " + reader.status().message());
+        return;
+      }
+      feed_ = std::move(reader).value();
+    }
+    auto page = feed_->Read(since == nullptr ? "" : *since, limit);
+    if (!page.ok()) {
+      r.SendError(400, page.status().message());
+      return;
+    }
+    Json entries = Json::MakeArray();
+    for (const store::FeedEntry& e : page->entries) {
+      Json flags = Json::MakeObject();
+      flags.Set("noindex", e.flags.noindex);
+      flags.Set("revisit", e.revisit);
+      if (!e.flags.near_duplicate_of.empty()) {
+        flags.Set("near_duplicate_of", e.flags.near_duplicate_of);
+      }
+      entries.Push(Json::MakeObject()
+                       .Set("cursor", e.cursor)
+                       .Set("url", e.url)
+                       .Set("warc", e.warc_file)
+                       .Set("offset", e.offset)
+                       .Set("length", e.length)
+                       .Set("digest", e.digest)
+                       .Set("status", e.status)
+                       .Set("mime", e.mime)
+                       .Set("time", IsoTime(e.fetch_time_us))
+                       .Set("flags", std::move(flags)));
+    }
+    r.SendJson(200, Json::MakeObject()
+                        .Set("entries", std::move(entries))
+                        .Set("next", page->next_cursor));
+  });
+
+  // Counters mirror the summary counts at each scrape: one place counts.
+  metrics_.AddCollector([this] { SyncMetrics(); });
+
+  const std::string url = "http://" +
+                          (config_.admin.address.find(':') != std::string::npos
+                               ? "[" + config_.admin.address + "]"
+                               : config_.admin.address) +
+                          ":" + std::to_string(admin_->port());
+  std::error_code ec;
+  std::filesystem::create_directories(config_.crawl.data_dir + "/run", ec);
+  const std::string path = config_.crawl.data_dir + "/run/admin.url";
+  const std::string tmp = path + ".tmp";
+  if (FILE* f = fopen(tmp.c_str(), "w")) {
+    fprintf(f, "%s\n", url.c_str());
+    fclose(f);
+    std::filesystem::rename(tmp, path, ec);
+  }
+  log_.Write(Level::kInfo, "admin_listening", {{"url", url}});
+  if (options_.progress != nullptr) {
+    fprintf(options_.progress, "admin API: %s\n", url.c_str());
+  }
+  return Status::Ok();
+}
+
+std::string Worker::Impl::StateName() const {
+  if (finished_) return "done";
+  if (stopping_) return "stopping";
+  return paused_ ? "paused" : "running";
+}
+
+Json Worker::Impl::StatusJson() {
+  const int64_t now = MonotonicUs();
+  const double uptime = std::max<int64_t>(1, now - start_us_) / 1e6;
+  Json counts = Json::MakeObject();
+  for (const auto& [k, v] : counts_) counts.Set(k, v);
+  Json hosts = Json::MakeObject();
+  hosts.Set("known", static_cast<uint64_t>(frontier_->hosts()));
+  hosts.Set("active", static_cast<uint64_t>(frontier_->in_flight()));
+  hosts.Set("retired", static_cast<uint64_t>(frontier_->retired_hosts()));
+  Json worker = Json::MakeObject();
+  worker.Set("id", options_.worker_id);
+  worker.Set("pages", pages_);
+  worker.Set("queued", static_cast<uint64_t>(frontier_->queued()));
+  Json workers = Json::MakeArray();
+  workers.Push(std::move(worker));
+  Json j = Json::MakeObject();
+  j.Set("state", StateName());
+  j.Set("pages", pages_);
+  j.Set("pages_per_s", pages_ / uptime);
+  j.Set("bytes", bytes_);
+  j.Set("queued", static_cast<uint64_t>(frontier_->queued()));
+  j.Set("in_flight", static_cast<uint64_t>(active_ - ip_gate_.waiting()));
+  j.Set("ip_waiting", static_cast<uint64_t>(ip_gate_.waiting()));
+  j.Set("hosts", std::move(hosts));
+  j.Set("robots_fetches", robots_fetches_);
+  j.Set("uptime_s", uptime);
+  j.Set("counts", std::move(counts));
+  j.Set("workers", std::move(workers));
+  return j;
+}
+
+void Worker::Impl::SyncMetrics() {
+  auto counter = [this](const char* name, const char* help, double value,
+                        const MetricLabels& labels = {}) {
+    auto c = metrics_.GetCounter(name, help, labels);
+    if (c.ok()) (*c)->Increment(value - (*c)->value());
+  };
+  auto gauge = [this](const char* name, const char* help, double value,
+                      const MetricLabels& labels = {}) {
+    auto g = metrics_.GetGauge(name, help, labels);
+    if (g.ok()) (*g)->Set(value);
+  };
+  counter("crawld_pages_fetched_total",
+          "Responses recorded in the WARCs (robots.txt excluded).",
+          static_cast<double>(pages_));
+  counter("crawld_bytes_received_total", "Body bytes received.",
+          static_cast<double>(bytes_));
+  counter("crawld_robots_fetches_total", "robots.txt fetches.",
+          static_cast<double>(robots_fetches_));
+  for (const auto& [k, v] : counts_) {
+    counter("crawld_events_total",
+            "Counted events by class: fetch errors, HTTP status classes, "
+            "URL drops by reason, traps, filter and robots decisions.",
+            static_cast<double>(v), {{"event", k}});
+  }
+  gauge("crawld_queued_urls", "URLs waiting in the frontier.",
+        static_cast<double>(frontier_->queued()));
+  gauge("crawld_in_flight_requests", "Requests in flight.",
+        static_cast<double>(active_ - ip_gate_.waiting()));
+  gauge("crawld_hosts", "Hosts known to the frontier.",
+        static_cast<double>(frontier_->hosts()), {{"state", "known"}});
+  gauge("crawld_hosts", "Hosts known to the frontier.",
+        static_cast<double>(frontier_->retired_hosts()),
+        {{"state", "retired"}});
+  gauge("crawld_paused", "1 while the crawl is paused.", paused_ ? 1 : 0);
+}
+
+Json Worker::Impl::RulesTestJson(const Json& body) {
+  Json out = Json::MakeObject();
+  const std::string& text = body.Find("url")->as_string();
+  auto canon = canonicalizer_.Canonicalize(text);
+  if (!canon.ok()) {
+    out.Set("url", text);
+    out.Set("error", canon.status().message());
+    return out;
+  }
+  int depth = 0;
+  if (const Json* d = body.Find("depth"); d != nullptr && d->is_number()) {
+    depth = static_cast<int>(std::clamp(d->as_number(), 0.0, 1e6));
+  }
+  std::string seed_host(canon->host());
+  if (const Json* h = body.Find("seed_host");
+      h != nullptr && h->is_string() && !h->as_string().empty()) {
+    seed_host = h->as_string();
+  }
+  conf::RuleVerdict v = rules_->Decide({canon->href(), depth, seed_host});
+  out.Set("url", canon->href());
+  out.Set("filter", Json::MakeObject()
+                        .Set("accept", v.accept)
+                        .Set("rule", v.rule)
+                        .Set("line", v.line)
+                        .Set("file", config_.crawl.rules_file));
+  out.Set("traps", traps_.CheckShape(*canon));
+  const std::string key = canon->origin_key();
+  auto it = hosts_.find(key);
+  Json robots = Json::MakeObject();
+  if (it == hosts_.end() || !it->second.rules.has_value()) {
+    robots.Set("state", "unknown");
+    robots.Set("allowed", nullptr);
+    out.Set("override", "");
+  } else {
+    robots.Set("state", it->second.robots == HostState::Robots::kReady
+                            ? "ready"
+                            : "failing");
+    robots::Verdict rv = it->second.rules->Check(canon->path_and_query());
+    robots.Set("allowed", rv.allowed);
+    robots.Set("rule", rv.rule);
+    out.Set("override", overrides_->Describe(it->second.override_rule));
+  }
+  out.Set("robots", std::move(robots));
+  return out;
+}
+
+Json Worker::Impl::HostJson(const std::string& name) {
+  std::vector<std::string> keys;
+  if (name.find("://") != std::string::npos) {
+    auto u = url::Parse(name);
+    if (u.ok()) keys.push_back(u->origin_key());
+  } else {
+    for (const char* scheme : {"http://", "https://"}) {
+      auto u = url::Parse(scheme + name + "/");
+      if (u.ok()) keys.push_back(u->origin_key());
+    }
+  }
+  for (const std::string& key : keys) {
+    std::optional<frontier::HostInfo> info = frontier_->Host(key);
+    auto hs = hosts_.find(key);
+    if (!info.has_value() && hs == hosts_.end()) continue;
+    Json j = Json::MakeObject();
+    j.Set("host", key);
+    const int64_t now = MonotonicUs();
+    if (info.has_value()) {
+      j.Set("queued", static_cast<uint64_t>(info->queued));
+      j.Set("in_flight", info->in_flight);
+      j.Set("next_fetch_in_ms",
+            std::max<int64_t>(0, info->next_fetch_us - now) / 1000);
+      j.Set("credit", info->credit);
+      j.Set("crawl_delay_ms", info->crawl_delay_us / 1000);
+      j.Set("consecutive_errors", info->consecutive_errors);
+      j.Set("retired", info->retired);
+      j.Set("pages", info->pages);
+      j.Set("page_budget", info->page_budget);
+    }
+    Json robots = Json::MakeObject();
+    if (hs == hosts_.end()) {
+      robots.Set("state", "unknown");
+      j.Set("override", "");
+    } else {
+      robots.Set("state", hs->second.robots == HostState::Robots::kReady
+                              ? "ready"
+                          : hs->second.robots == HostState::Robots::kFailing
+                              ? "failing"
+                              : "unknown");
+      if (hs->second.rules.has_value()) {
+        robots.Set("rules", hs->second.rules->Describe());
+      }
+      j.Set("override", overrides_->Describe(hs->second.override_rule));
+    }
+    j.Set("robots", std::move(robots));
+    return j;
+  }
+  return Json();
 }
 
 // ---------------------------------------------------------------------------

@@ -240,7 +240,7 @@ TEST(CrawldConf, ConfigMdDocumentsEveryKey) {
 
 TEST(CrawldConf, SchemaDescribesEveryKeyOnce) {
   std::vector<KeyInfo> schema = Schema();
-  EXPECT_EQ(schema.size(), 61u);
+  EXPECT_EQ(schema.size(), 65u);
   std::set<std::string> names;
   for (const KeyInfo& k : schema) {
     EXPECT_TRUE(
@@ -328,7 +328,8 @@ TEST(CrawldConf, UnknownKeySuggestsTheNearestKnownKey) {
 TEST(CrawldConf, UnknownTableIsError) {
   EXPECT_EQ(ErrorOf("[crawl]\n[fetcher]\nmax_redirects = 3\n"),
             "t.toml:2: fetcher: unknown table (did you mean [fetch]?)");
-  EXPECT_EQ(ErrorOf("\n[admin]\nport = 1\n"), "t.toml:2: admin: unknown table");
+  EXPECT_EQ(ErrorOf("\n[supervisor]\nport = 1\n"),
+            "t.toml:2: supervisor: unknown table");
   // Sub-tables of known tables are unknown keys of that table.
   EXPECT_EQ(ErrorOf("[fetch.limits]\nx = 1\n"),
             "t.toml:1: fetch.limits: unknown key");
@@ -435,7 +436,7 @@ TEST(CrawldConf, EveryNumericKeyEnforcesItsRange) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 39);
+  EXPECT_EQ(checked, 40);
 }
 
 TEST(CrawldConf, FloatKeysRejectNanAndInfinity) {
