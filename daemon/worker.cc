@@ -768,6 +768,9 @@ void Worker::Impl::OnRobotsResponse(std::shared_ptr<Job> job,
       hs.robots = HostState::Robots::kReady;
       hs.robots_expires_us = now + std::min<int64_t>(ttl_us, 3600ll * 1000000);
       Count("robots_last_good_used");
+      // Crawling goes on under that copy: no error backoff for the host,
+      // or each retry would find the short-lived copy expired again.
+      done.outcome = frontier::Outcome::kSuccess;
       log_.Write(Level::kWarn, "robots_last_good_used",
                  {{"host", job->host_key}});
     }

@@ -148,3 +148,83 @@ def crawlctl(*args, input_text=None, timeout=120):
     return subprocess.run([harness.binary("crawlctl"), *args],
                           capture_output=True, text=True, input=input_text,
                           timeout=timeout)
+
+
+# ---------------------------------------------------------------- additions
+# (issues 3 and 4: the event log, crawls to signal, start-up failures)
+
+def log_events(data_dir, event=None):
+    """The parsed lines of <data>/logs/crawld.jsonl (complete lines only),
+    optionally only those whose "event" is `event`."""
+    path = os.path.join(data_dir, "logs", "crawld.jsonl")
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                if not line.endswith("\n"):
+                    continue  # a partial last line of a running crawl
+                obj = json.loads(line)
+                if event is None or obj.get("event") == event:
+                    out.append(obj)
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def write_config(dns_server, data_dir, **overrides):
+    """Writes the test config into data_dir; returns its path."""
+    path = os.path.join(data_dir, "test-config.toml")
+    with open(path, "w") as f:
+        f.write(crawl_config(dns_server, data_dir, **overrides))
+    return path
+
+
+def start_crawl(farm, dns, data_dir=None, **overrides):
+    """Starts crawld without waiting (for tests that signal it); returns
+    (Popen, data_dir). Stdout and stderr go to files in data_dir. The caller
+    must end it with finish_crawl() or harness.stop_process()."""
+    if data_dir is None:
+        data_dir = tempfile.mkdtemp(prefix="crawld-data-")
+    os.makedirs(data_dir, exist_ok=True)
+    config_path = write_config(dns.server, data_dir, **overrides)
+    out = open(os.path.join(data_dir, "stdout.txt"), "w")
+    err = open(os.path.join(data_dir, "stderr.txt"), "w")
+    try:
+        proc = subprocess.Popen(
+            [harness.binary("crawld"), "--config", config_path, "--seeds",
+             farm.seeds_file], stdout=out, stderr=err, text=True)
+    finally:
+        out.close()
+        err.close()
+    return proc, data_dir
+
+
+class _Finished:
+    def __init__(self, returncode, data_dir):
+        self.returncode = returncode
+        with open(os.path.join(data_dir, "stdout.txt")) as f:
+            self.stdout = f.read()
+        with open(os.path.join(data_dir, "stderr.txt")) as f:
+            self.stderr = f.read()
+
+
+def finish_crawl(proc, data_dir, timeout=120):
+    """Waits (bounded) for a crawl from start_crawl(); stops it by PID if
+    it overruns. Returns a CrawlResult."""
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        harness.stop_process(proc)
+    return CrawlResult(_Finished(proc.returncode, data_dir), data_dir)
+
+
+def run_crawld_bad_start(work_dir, seed="http://127.0.0.1:1/", **overrides):
+    """Runs crawld with a config that should make it refuse to start (bad
+    rules or overrides file); returns the CompletedProcess. DNS points at a
+    closed loopback port: nothing may be fetched anyway."""
+    data_dir = os.path.join(work_dir, "data")
+    os.makedirs(data_dir, exist_ok=True)
+    config_path = write_config("127.0.0.1:9", data_dir, **overrides)
+    return subprocess.run([harness.binary("crawld"), "--config", config_path,
+                           "--seed", seed], capture_output=True, text=True,
+                          timeout=60)

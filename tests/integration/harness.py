@@ -248,6 +248,13 @@ class Webfarm:
             pass
         return out
 
+    def final_requests(self) -> list[dict[str, Any]]:
+        """Stops the farm, then returns the whole request log. The farm
+        flushes its log only every 100 ms while running, so a test that
+        judges a finished crawl must read it after the stop."""
+        self.stop()
+        return self.requests()
+
     def wait_requests(self, pred, timeout: float = 5.0) -> list[dict]:
         """Polls the log until pred(requests) is true (bounded)."""
         deadline = time.monotonic() + timeout

@@ -55,7 +55,7 @@ class FullCrawl(unittest.TestCase):
             # The server saw each page exactly once too.
             fetched = collections.Counter(
                 f"http://{r['host']}:{farm.port}{r['path']}"
-                for r in farm.requests() if r["path"] != "/robots.txt")
+                for r in farm.final_requests() if r["path"] != "/robots.txt")
             self.assertEqual(max(fetched.values()), 1)
             self.assertEqual(result.summary["stop_reason"], "done")
             self.assertEqual(result.summary["pages"], len(manifest))
@@ -71,7 +71,7 @@ class Politeness(unittest.TestCase):
             result = crawl_util.run_crawl(
                 farm, dns, **{"politeness.min_delay_ms": min_delay_ms})
             self.assertEqual(result.returncode, 0, result.stderr)
-            reqs = farm.requests()
+            reqs = farm.final_requests()
             self.assertGreater(len(reqs), 100)
             self.assertEqual(
                 max(harness.max_in_flight_per_host(reqs).values()), 1)
@@ -87,7 +87,7 @@ class Politeness(unittest.TestCase):
                 harness.Dnsmasq(farm.hosts_file) as dns:
             result = crawl_util.run_crawl(farm, dns)
             self.assertEqual(result.returncode, 0, result.stderr)
-            reqs = farm.requests()
+            reqs = farm.final_requests()
             for host, first in harness.first_request_per_host(reqs).items():
                 self.assertEqual(first["path"], "/robots.txt", host)
             disallowed = set(farm.disallowed())

@@ -171,7 +171,8 @@ Result<Robots> ParseRobots(const std::string& file, const toml::node& n) {
       {"nofile", Robots::k404},
       {"500", Robots::k500},
       {"timeout", Robots::kTimeout},
-      {"redirect", Robots::kRedirect}};
+      {"redirect", Robots::kRedirect},
+      {"flaky", Robots::kFlaky}};
   if (v) {
     for (const auto& [name, r] : kNames) {
       if (*v == name) return r;
@@ -179,7 +180,7 @@ Result<Robots> ParseRobots(const std::string& file, const toml::node& n) {
   }
   return KeyError(file, n,
                   "robots must be one of allow, disallow, crawl-delay, 404, "
-                  "nofile, 500, timeout, redirect");
+                  "nofile, 500, timeout, redirect, flaky");
 }
 
 // A string or an array of strings.
@@ -327,6 +328,20 @@ Status ApplyProfileKey(const std::string& file, std::string_view key,
   if (key == "non_html") return set_bool(&p->non_html);
   if (key == "malformed") return set_bool(&p->malformed);
   if (key == "nofollow") return set_bool(&p->nofollow);
+  if (key == "x_robots_tag") {
+    auto s = n.value<std::string>();
+    // Printable ASCII only: the value goes verbatim into a response head.
+    bool ok = s && !s->empty() && s->size() <= 200;
+    for (size_t i = 0; ok && i < s->size(); ++i) {
+      ok = (*s)[i] >= 0x20 && (*s)[i] < 0x7f;
+    }
+    if (!ok) {
+      return KeyError(file, n,
+                      "x_robots_tag must be 1..200 printable ASCII characters");
+    }
+    p->x_robots_tag = *s;
+    return Status::Ok();
+  }
   if (key == "charset") {
     auto s = n.value<std::string>();
     if (s && *s == "windows-1252") {
@@ -494,7 +509,7 @@ bool Site::PathDisallowed(int host, std::string_view path) const {
   const Profile& p = config_.profiles[host];
   if (p.robots == Robots::k500 || p.robots == Robots::kTimeout) return true;
   bool private_off =
-      p.robots == Robots::kDisallow ||
+      p.robots == Robots::kDisallow || p.robots == Robots::kFlaky ||
       (p.robots == Robots::kRedirect && p.robots_real == Robots::kDisallow);
   return private_off && path.starts_with("/private/");
 }
@@ -535,7 +550,7 @@ Route Site::Classify(int host, std::string_view target) const {
     return set(Kind::kDup, n);
   }
   bool private_on =
-      p.robots == Robots::kDisallow ||
+      p.robots == Robots::kDisallow || p.robots == Robots::kFlaky ||
       (p.robots == Robots::kRedirect && p.robots_real == Robots::kDisallow);
   if (private_on && Match(path, "/private/", ".html", &n) && n < pages) {
     return set(Kind::kPrivate, n);
@@ -597,6 +612,10 @@ Route Site::Classify(int host, std::string_view target) const {
     if (Match(path, "/nf/meta/", ".html", &n) && n < pages && n % 5 == 4) {
       return set(Kind::kNofollowTarget, n, 1);
     }
+  }
+  if (!p.x_robots_tag.empty() && Match(path, "/nf/xrt/", ".html", &n) &&
+      n < pages && n % 5 == 3) {
+    return set(Kind::kNofollowTarget, n, 2);
   }
   return r;
 }
@@ -674,7 +693,7 @@ void Site::Links(int host, const Route& r, std::vector<Link>* links,
         *links = std::move(out);
         return;
       }
-      if (p.robots == Robots::kDisallow ||
+      if (p.robots == Robots::kDisallow || p.robots == Robots::kFlaky ||
           (p.robots == Robots::kRedirect &&
            p.robots_real == Robots::kDisallow)) {
         add("/private/" + std::to_string(n) + ".html");
@@ -686,6 +705,9 @@ void Site::Links(int host, const Route& r, std::vector<Link>* links,
       if (p.nofollow && n % 5 == 4) {
         *meta_nofollow = true;
         add("/nf/meta/" + std::to_string(n) + ".html");
+      }
+      if (!p.x_robots_tag.empty() && n % 5 == 3) {
+        add("/nf/xrt/" + std::to_string(n) + ".html");
       }
       if (n == 0) {
         if (p.trap_calendar) add("/cal/2024/01/");
@@ -910,6 +932,14 @@ void Site::Respond(int host, const Route& r, int count, Response* out) {
           out->content_type = "text/plain";
           out->location = RedirectLocation(host, r);
           return;
+        case Robots::kFlaky:
+          // The last good copy a crawler may keep is the first answer.
+          if (count > 1) {
+            text(500, "text/plain", "internal server error\n");
+          } else {
+            text(200, "text/plain", robots_body(Robots::kDisallow));
+          }
+          return;
         default:
           text(200, "text/plain", robots_body(p.robots));
           return;
@@ -975,8 +1005,58 @@ void Site::Respond(int host, const Route& r, int count, Response* out) {
       }
     default:
       RenderPage(host, r, out);
+      if (SendsXRobotsTag(host, r)) out->x_robots_tag = p.x_robots_tag;
       return;
   }
+}
+
+bool Site::SendsXRobotsTag(int host, const Route& r) const {
+  return !config_.profiles[host].x_robots_tag.empty() &&
+         (r.kind == Kind::kPage || r.kind == Kind::kDup ||
+          r.kind == Kind::kSession) &&
+         r.a % 5 == 3;
+}
+
+bool Site::HeaderNofollow(int host, const Route& r) const {
+  return SendsXRobotsTag(host, r) &&
+         XRobotsNofollowFor(config_.profiles[host].x_robots_tag, "crawld");
+}
+
+bool XRobotsNofollowFor(std::string_view value, std::string_view agent) {
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+      s.remove_prefix(1);
+    }
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+      s.remove_suffix(1);
+    }
+    return s;
+  };
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& c : out) {
+      c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+    }
+    return out;
+  };
+  // "otherbot: nofollow" scopes the directives to one robot; a plain list
+  // applies to every robot.
+  const size_t colon = value.find(':');
+  if (colon != std::string_view::npos) {
+    std::string_view name = trim(value.substr(0, colon));
+    if (!name.empty() && name.find_first_of(" ,") == std::string_view::npos) {
+      if (lower(name) != lower(agent)) return false;
+      value = value.substr(colon + 1);
+    }
+  }
+  while (!value.empty()) {
+    const size_t comma = value.find(',');
+    const std::string d = lower(trim(value.substr(0, comma)));
+    if (d == "nofollow" || d == "none") return true;
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+  return false;
 }
 
 std::string Site::RedirectLocation(int host, const Route& r) const {
@@ -1151,6 +1231,7 @@ void Site::ComputeManifest(std::vector<std::string>* manifest,
     bool meta_nofollow = false;
     Links(h, r, &links, &meta_nofollow);
     if (meta_nofollow) continue;
+    if (HeaderNofollow(h, r)) continue;
     for (const Link& l : links) {
       if (!l.nofollow) resolve(h, target, l.href);
     }

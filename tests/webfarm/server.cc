@@ -143,6 +143,8 @@ struct Conn {
   int64_t body_total = 0;
   int pending_writes = 0;
   size_t trickle_chunk = 0;  // bytes per tick; 0 = no trickling
+  // When the last completed write's bytes reached the kernel (end_us).
+  int64_t handed_us = 0;
 };
 
 struct WriteReq {
@@ -151,6 +153,9 @@ struct WriteReq {
   std::string head;
   std::string owned;
   std::string_view body;  // into owned or Site-owned storage
+  // Set when uv_write handed every byte to the kernel at once: the clock
+  // just before that call. 0 otherwise.
+  int64_t handed_us = 0;
 };
 
 struct Server {
@@ -196,7 +201,7 @@ void LogExchange(Conn* c, bool aborted) {
   b += ",\"start_us\":";
   AppendInt(&b, c->start_us);
   b += ",\"end_us\":";
-  AppendInt(&b, NowMicros());
+  AppendInt(&b, !aborted && c->handed_us > 0 ? c->handed_us : NowMicros());
   b += ",\"status\":";
   AppendInt(&b, c->head_sent ? c->resp.status : 0);
   b += ",\"bytes\":";
@@ -245,6 +250,7 @@ void ShutdownConn(Conn* c) {
 
 void Finish(Conn* c) {
   LogExchange(c, /*aborted=*/false);
+  c->handed_us = 0;
   c->busy = false;
   c->resp = Response{};
   if (!c->keep_alive) {
@@ -258,6 +264,11 @@ void OnWrite(uv_write_t* w, int status) {
   auto* req = reinterpret_cast<WriteReq*>(w);
   Conn* c = req->conn;
   const int64_t body = static_cast<int64_t>(req->body.size());
+  // The callback runs a loop iteration after a write that went out at once;
+  // stamping then (or even right after the write, when the scheduler may
+  // run the client first) would make end_us late by however busy the
+  // machine is, and a client's politeness gap look shorter than it was.
+  c->handed_us = req->handed_us > 0 ? req->handed_us : NowMicros();
   delete req;
   --c->pending_writes;
   if (c->closing) return;
@@ -287,12 +298,20 @@ void Write(Conn* c, WriteReq* req) {
   req->conn = c;
   ++c->pending_writes;
   c->body_queued += static_cast<int64_t>(req->body.size());
+  // Read before the write: no client can have these bytes earlier, so a gap
+  // measured from here is never longer than the one the client saw.
+  const int64_t before_us = NowMicros();
   int rc = uv_write(&req->req, reinterpret_cast<uv_stream_t*>(&c->tcp), bufs, n,
                     OnWrite);
   if (rc != 0) {
     --c->pending_writes;
     delete req;
     CloseConn(c);
+    return;
+  }
+  if (uv_stream_get_write_queue_size(reinterpret_cast<uv_stream_t*>(&c->tcp)) ==
+      0) {
+    req->handed_us = before_us;
   }
 }
 
@@ -357,6 +376,11 @@ void SendHead(Conn* c) {
   if (r.retry_after >= 0) {
     h += "Retry-After: ";
     AppendInt(&h, r.retry_after);
+    h += "\r\n";
+  }
+  if (!r.x_robots_tag.empty()) {
+    h += "X-Robots-Tag: ";
+    h += r.x_robots_tag;
     h += "\r\n";
   }
   if (r.status == 405) h += "Allow: GET, HEAD\r\n";
@@ -599,7 +623,11 @@ void ProcessInput(Conn* c) {
       c->host = *h;
       Route r = s->site->Classify(*h, c->target);
       int count = 1;
-      if (r.kind == Kind::kError) {
+      // Only the responses that change with repetition are counted, so
+      // the map stays small on big farms.
+      if (r.kind == Kind::kError ||
+          (r.kind == Kind::kRobots &&
+           s->site->config().profiles[*h].robots == Robots::kFlaky)) {
         count = ++s->error_counts[host + " " + c->target];
       }
       s->site->Respond(*h, r, count, &c->resp);
