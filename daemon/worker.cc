@@ -41,7 +41,7 @@ std::string IsoTime(int64_t us) {
   time_t secs = static_cast<time_t>(us / 1000000);
   struct tm tm {};
   gmtime_r(&secs, &tm);
-  char buf[40];
+  char buf[64];
   snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
            tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
            tm.tm_sec, static_cast<int>(us % 1000000));
@@ -116,6 +116,9 @@ class Worker::Impl {
     int64_t failing_since_us = -1;  // monotonic; -1 while not failing
     // Override lookup, redone after a reload (generation mismatch).
     uint64_t override_generation = 0;
+    bool robots_in_flight = false;
+    bool robots_skipped = false;  // ignore-robots (or respect_robots off)
+    bool rules_stale = false;     // the override changed since rules were set
     conf::HostOverride override_rule;
   };
 
@@ -172,6 +175,9 @@ class Worker::Impl {
   // when it is first used.
   const conf::HostOverride& OverrideFor(const std::string& host_key,
                                         HostState& hs);
+  // The override's delay and concurrency into the frontier; concurrency
+  // only while no robots.txt fetch is pending for the host.
+  void ApplyHostPoliteness(const std::string& host_key, const HostState& hs);
   // Fetched (or allow-all) rules plus the override's disallows.
   robots::Rules EffectiveRules(robots::Rules base, const HostState& hs);
   void ResolveAndGate(std::shared_ptr<Job> job, dns::Answer answer);
@@ -521,17 +527,32 @@ void Worker::Impl::Dispatch(frontier::Frontier::Ready ready, int64_t now_us) {
   const conf::HostOverride& ov = OverrideFor(ready.host_key, hs);
   if (!config_.politeness.respect_robots || ov.ignore_robots) {
     // No robots.txt fetch: allow-all plus the override's disallows.
-    if (hs.robots != HostState::Robots::kReady) {
+    if (hs.robots != HostState::Robots::kReady || hs.rules_stale ||
+        !hs.robots_skipped) {
       hs.rules = EffectiveRules(robots::Rules::AllowAll(), hs);
       hs.robots = HostState::Robots::kReady;
     }
+    hs.robots_skipped = true;
     hs.robots_expires_us = INT64_MAX;
+  } else if (hs.robots_skipped) {
+    // A reload took ignore-robots away: fetch robots.txt now.
+    hs.robots_skipped = false;
+    hs.robots = HostState::Robots::kUnknown;
+  } else if (hs.rules_stale && hs.robots == HostState::Robots::kReady &&
+             hs.last_good.has_value()) {
+    // A reload changed the overrides: same robots.txt, new extra rules.
+    hs.rules = EffectiveRules(*hs.last_good, hs);
   }
+  hs.rules_stale = false;
   const bool need_robots =
       hs.robots != HostState::Robots::kReady || now_us >= hs.robots_expires_us;
   if (need_robots) {
     // The slot Pop gave us is used for robots.txt; the page waits at the
     // head of its queue and comes out again after the politeness delay.
+    // Until robots.txt is in, the host gets one slot whatever its override
+    // says (a second Pop would only fetch robots.txt again).
+    hs.robots_in_flight = true;
+    ApplyHostPoliteness(ready.host_key, hs);
     frontier_->PushFront(ready.host_key, ready.item);
     auto job = std::make_shared<Job>();
     job->host_key = ready.host_key;
@@ -593,6 +614,7 @@ void Worker::Impl::OnResolved(std::shared_ptr<Job> job,
     if (job->is_robots) {
       // The page that waits behind robots.txt cannot be fetched either.
       hosts_[job->host_key].robots = HostState::Robots::kFailing;
+      hosts_[job->host_key].robots_in_flight = false;
     } else if (s.code() != Status::Code::kNotFound &&
                s.code() != Status::Code::kFailedPrecondition) {
       // A resolver timeout or server failure is transient: try again.
@@ -609,22 +631,27 @@ void Worker::Impl::ResolveAndGate(std::shared_ptr<Job> job,
   // Politeness per address: the request waits at the gate until its
   // address is free and due; the host's frontier slot stays held.
   const std::string ip = answer.addresses.front();
-  ip_gate_.Enter(ip, MonotonicUs(), [this, job, ip] {
-    if (finished_) return;
-    job->ip = ip;
-    job->started_us = MonotonicUs();
-    fetcher::Request req;
-    req.url = job->fetch_url;
-    req.ip = ip;
-    fetcher_->Submit(std::move(req), [this, job](fetcher::Response&& r) {
-      if (finished_) return;
-      if (job->is_robots) {
-        OnRobotsResponse(job, std::move(r));
-      } else {
-        OnResponse(job, std::move(r));
-      }
-    });
-  });
+  // An override's concurrency > 1 is the admin's word for this host: the
+  // per-IP limit would serialize it again, so such a host skips the gate.
+  const auto& ov = hosts_[job->host_key].override_rule;
+  const bool gated = !(ov.concurrency.has_value() && *ov.concurrency > 1);
+  ip_gate_.Enter(
+      gated ? ip : std::string(), MonotonicUs(), [this, job, ip, gated] {
+        if (finished_) return;
+        if (gated) job->ip = ip;
+        job->started_us = MonotonicUs();
+        fetcher::Request req;
+        req.url = job->fetch_url;
+        req.ip = ip;
+        fetcher_->Submit(std::move(req), [this, job](fetcher::Response&& r) {
+          if (finished_) return;
+          if (job->is_robots) {
+            OnRobotsResponse(job, std::move(r));
+          } else {
+            OnResponse(job, std::move(r));
+          }
+        });
+      });
 }
 
 void Worker::Impl::LeaveIpGate(Job& job) {
@@ -687,6 +714,7 @@ void Worker::Impl::OnRobotsResponse(std::shared_ptr<Job> job,
                                     fetcher::Response&& response) {
   ++robots_fetches_;
   HostState& hs = hosts_[job->host_key];
+  hs.robots_in_flight = false;  // set again below if a redirect is followed
   const int64_t now = MonotonicUs();
   const int64_t rtt = now - job->started_us;
   const int status = response.status_code;
@@ -700,6 +728,7 @@ void Worker::Impl::OnRobotsResponse(std::shared_ptr<Job> job,
       auto target = url::Parse(location, &base.value());
       if (target.ok() && target->is_http()) {
         LeaveIpGate(*job);  // the next hop queues at the gate again
+        hs.robots_in_flight = true;
         auto next = std::make_shared<Job>(*job);
         next->fetch_url = std::string(target->href());
         next->robots_hops++;
@@ -720,9 +749,8 @@ void Worker::Impl::OnRobotsResponse(std::shared_ptr<Job> job,
     hs.rules = EffectiveRules(std::move(parsed), hs);
     hs.robots = HostState::Robots::kReady;
     hs.robots_expires_us = now + ttl_us;
-    if (hs.override_rule.delay_ms.has_value()) {
-      // The override's delay replaces Crawl-delay (set in OverrideFor).
-    } else if (auto delay = hs.rules->crawl_delay_seconds()) {
+    // (An override's delay-ms replaces this in the frontier.)
+    if (auto delay = hs.rules->crawl_delay_seconds()) {
       // Clamp before the cast: a hostile "Crawl-delay: 1e300" must not be
       // undefined behaviour; the frontier caps it at max_crawl_delay.
       const double capped_s = std::clamp(*delay, 0.0, 86400.0);
@@ -775,6 +803,7 @@ void Worker::Impl::OnRobotsResponse(std::shared_ptr<Job> job,
                  {{"host", job->host_key}});
     }
   }
+  ApplyHostPoliteness(job->host_key, hs);
   FinishJob(*job, done);
 }
 
@@ -1123,13 +1152,8 @@ Status Worker::Impl::LoadRules(bool initial) {
   ++override_generation_;
   if (!initial) {
     Count("rules_reloaded");
-    // Robots rules in force include override disallows: rebuild them at the
-    // next dispatch of each host.
-    for (auto& [key, hs] : hosts_) {
-      if (hs.robots == HostState::Robots::kReady && hs.last_good.has_value()) {
-        hs.robots = HostState::Robots::kUnknown;
-      }
-    }
+    // The rules in force include override disallows: each host rebuilds
+    // them from its cached robots.txt at its next dispatch (generation).
   }
   log_.Write(Level::kInfo, initial ? "rules_loaded" : "rules_reloaded",
              {{"filter_rules", std::to_string(rules_->size())},
@@ -1141,6 +1165,7 @@ const conf::HostOverride& Worker::Impl::OverrideFor(const std::string& host_key,
                                                     HostState& hs) {
   if (hs.override_generation == override_generation_) return hs.override_rule;
   hs.override_generation = override_generation_;
+  hs.rules_stale = true;
   hs.override_rule = overrides_->For(HostOf(host_key));
   if (!hs.override_rule.empty()) {
     // Never silently: each host an override touches is counted and logged.
@@ -1148,11 +1173,18 @@ const conf::HostOverride& Worker::Impl::OverrideFor(const std::string& host_key,
     log_.Write(Level::kInfo, "override_applied",
                {{"host", host_key},
                 {"override", overrides_->Describe(hs.override_rule)}});
-    if (hs.override_rule.delay_ms.has_value()) {
-      frontier_->SetCrawlDelay(host_key, *hs.override_rule.delay_ms * 1000);
-    }
   }
+  // Also when empty: a reload may have removed the host's override.
+  ApplyHostPoliteness(host_key, hs);
   return hs.override_rule;
+}
+
+void Worker::Impl::ApplyHostPoliteness(const std::string& host_key,
+                                       const HostState& hs) {
+  const conf::HostOverride& ov = hs.override_rule;
+  frontier_->SetHostPoliteness(
+      host_key, ov.delay_ms ? *ov.delay_ms * 1000 : -1,
+      hs.robots_in_flight ? 1 : ov.concurrency.value_or(1));
 }
 
 robots::Rules Worker::Impl::EffectiveRules(robots::Rules base,
@@ -1226,6 +1258,10 @@ void Worker::Impl::CloseAll() {
   fetcher_->Shutdown();
   resolver_->Shutdown();
   if (admin_ != nullptr) {
+    // The address is valid only while crawld runs; a stale one would send
+    // crawlctl to whatever listens there next.
+    std::error_code ec;
+    std::filesystem::remove(config_.crawl.data_dir + "/run/admin.url", ec);
     // Not destroyed here: CloseAll can run inside an admin handler (the
     // stop call), and a server must not be destroyed by its own callback.
     uv_timer_init(&loop_, &admin_close_timer_);

@@ -343,7 +343,9 @@ struct Frontier::HostState {
   std::vector<Item> tail;
   size_t queued = 0;
   bool in_tail_list = false;
-  bool in_flight = false;
+  int in_flight = 0;               // fetches running (page or robots.txt)
+  int max_in_flight = 1;           // 1 unless an admin override says otherwise
+  int64_t delay_override_us = -1;  // replaces the gap when >= 0
   bool retired = false;
   int64_t next_fetch_us = 0;
   int64_t last_complete_us = -1;  // -1: never completed
@@ -553,7 +555,10 @@ double Frontier::CreditOf(const HostState& host) const {
 }
 
 bool Frontier::Schedulable(const HostState& host) const {
-  if (host.in_flight || host.retired || host.queued == 0) return false;
+  if (host.in_flight >= host.max_in_flight || host.retired ||
+      host.queued == 0) {
+    return false;
+  }
   const uint64_t budget = PageBudget(host);
   return budget == 0 || host.pages < budget;
 }
@@ -630,7 +635,16 @@ void Frontier::DropQueue(HostState& host) {
 }
 
 int64_t Frontier::Gap(const HostState& host) const {
+  if (host.delay_override_us >= 0) return host.delay_override_us;
   return std::max(options_.min_delay_us, host.crawl_delay_us);
+}
+
+void Frontier::SetHostPoliteness(std::string_view host_key, int64_t delay_us,
+                                 int max_in_flight) {
+  HostState& host = GetOrCreate(host_key);
+  host.delay_override_us = delay_us < 0 ? -1 : delay_us;
+  host.max_in_flight = std::max(1, max_in_flight);
+  Reschedule(host);
 }
 
 void Frontier::SpillTail(HostState& host) {
@@ -844,7 +858,7 @@ std::optional<Frontier::Ready> Frontier::Pop(int64_t now_us) {
   --host.queued;
   --queued_;
   ++host.pages;
-  host.in_flight = true;
+  ++host.in_flight;
   ++in_flight_;
   if (host.head.size() < options_.low_water_items) Refill(host);
   OnQueuedChange(host, before);
@@ -859,12 +873,12 @@ std::optional<Frontier::Ready> Frontier::Pop(int64_t now_us) {
 void Frontier::Complete(std::string_view host_key, int64_t now_us,
                         const Completion& completion) {
   HostState* found = Find(host_key);
-  if (found == nullptr || !found->in_flight) {
+  if (found == nullptr || found->in_flight == 0) {
     ++ignored_completions_;
     return;
   }
   HostState& host = *found;
-  host.in_flight = false;
+  --host.in_flight;
   --in_flight_;
   ++host.fetched;
   host.last_complete_us = now_us;
@@ -913,21 +927,22 @@ void Frontier::Complete(std::string_view host_key, int64_t now_us,
 
 void Frontier::Release(std::string_view host_key) {
   HostState* host = Find(host_key);
-  if (host == nullptr || !host->in_flight) {
+  if (host == nullptr || host->in_flight == 0) {
     ++ignored_completions_;
     return;
   }
-  host->in_flight = false;
+  --host->in_flight;
   --in_flight_;
   Reschedule(*host);
 }
 
 bool Frontier::Acquire(std::string_view host_key, int64_t now_us) {
   HostState& host = GetOrCreate(host_key);
-  if (host.retired || host.in_flight || host.next_fetch_us > now_us) {
+  if (host.retired || host.in_flight >= host.max_in_flight ||
+      host.next_fetch_us > now_us) {
     return false;
   }
-  host.in_flight = true;
+  ++host.in_flight;
   ++in_flight_;
   Reschedule(host);
   return true;
@@ -938,7 +953,7 @@ void Frontier::SetCrawlDelay(std::string_view host_key,
   HostState& host = GetOrCreate(host_key);
   host.crawl_delay_us =
       std::clamp<int64_t>(crawl_delay_us, 0, options_.max_crawl_delay_us);
-  if (!host.in_flight && host.last_complete_us >= 0) {
+  if (host.in_flight == 0 && host.last_complete_us >= 0) {
     // Capped like the success delay, so the order of the two calls is moot.
     const int64_t earliest =
         SaturatingAdd(host.last_complete_us,
@@ -1071,7 +1086,8 @@ std::optional<HostInfo> Frontier::Host(std::string_view host_key) const {
   HostInfo info;
   info.queued = h.queued;
   info.in_memory = h.head.size() + h.tail.size();
-  info.in_flight = h.in_flight;
+  info.in_flight = h.in_flight > 0;
+  info.max_in_flight = h.max_in_flight;
   info.next_fetch_us = h.next_fetch_us;
   info.consecutive_errors = h.consecutive_errors;
   info.retired = h.retired;

@@ -191,6 +191,7 @@ struct Completion {
 struct HostInfo {
   size_t queued = 0;            // items waiting (count)
   bool in_flight = false;       // a fetch (page or robots.txt) is running
+  int max_in_flight = 1;        // fetches allowed at once (an override)
   int64_t next_fetch_us = 0;    // earliest start of the next fetch; 0: any time
   int consecutive_errors = 0;   // non-success completions since last success
   bool retired = false;         // refuses new items
@@ -307,6 +308,13 @@ class Frontier {
   // next fetch out to (last completion + min(Crawl-delay, max_delay)) if
   // that is later. A negative value clears the Crawl-delay.
   void SetCrawlDelay(std::string_view host_key, int64_t crawl_delay_us);
+
+  // An admin override for one host: `delay_us` >= 0 replaces the gap
+  // max(min_delay, Crawl-delay) for later completions (lower or higher);
+  // negative restores the config's rule. `max_in_flight` (>= 1) fetches may
+  // run at once (1 is the rule for every other host). Creates the record.
+  void SetHostPoliteness(std::string_view host_key, int64_t delay_us,
+                         int max_in_flight);
 
   // Retires the host: drops (and counts) its queue, spilled chunks included,
   // and refuses later pushes, e.g. robots.txt disallows everything. A fetch

@@ -248,6 +248,36 @@ class Overrides(unittest.TestCase):
             for line in (2, 3, 4):
                 self.assertIn(f"ov.conf:{line}", text)
 
+    def test_delay_below_min_delay_and_concurrency(self):
+        # Host 0 answers slowly (first byte after 300 ms) and has an
+        # override of delay-ms 0 and concurrency 3; the others keep
+        # min_delay 400 ms and one request at a time.
+        cfg = small_farm('[[profile]]\nhosts = 0\nfirst_byte_ms = 300\n',
+                         hosts=3, pages=15)
+        with harness.Webfarm(cfg) as farm, \
+                harness.Dnsmasq(farm.hosts_file) as dns:
+            d = tempfile.mkdtemp(prefix="crawld-ov-")
+            ov = os.path.join(d, "ov.conf")
+            with open(ov, "w") as f:
+                f.write("h0.farm.test  delay-ms     0\n"
+                        "h0.farm.test  concurrency  3\n")
+            result = crawl_util.run_crawl(
+                farm, dns, **{"politeness.overrides_file": ov,
+                              "politeness.min_delay_ms": 400})
+            self.assertEqual(result.returncode, 0, result.stderr)
+            reqs = farm.final_requests()
+            in_flight = harness.max_in_flight_per_host(reqs)
+            # Several requests overlap on host 0 (each takes >= 300 ms and
+            # up to three start together), never more than three.
+            self.assertGreaterEqual(in_flight[host(0)], 2)
+            self.assertLessEqual(in_flight[host(0)], 3)
+            for i in (1, 2):
+                self.assertEqual(in_flight[host(i)], 1)
+                self.assertGreaterEqual(
+                    harness.min_gap_per_host(reqs)[host(i)], 400_000)
+            self.assertEqual(set(result.response_uris()),
+                             set(farm.manifest()))
+
     def test_bad_overrides_file_exits_2_naming_file_and_line(self):
         d = tempfile.mkdtemp(prefix="crawld-ov-")
         ov = os.path.join(d, "ov.conf")

@@ -85,6 +85,43 @@ TEST(Politeness, AtMostOneInFlightPerHost) {
   EXPECT_EQ(f.NextReadyUs(), kNever);
 }
 
+TEST(CrawldOverrides, HostConcurrencyAllowsThatManyInFlight) {
+  Frontier f(Options{});
+  for (int i = 0; i < 4; ++i)
+    f.Push("http://a:80", MakeItem(std::to_string(i)));
+  f.SetHostPoliteness("http://a:80", -1, 2);
+  ASSERT_TRUE(f.Pop(0));
+  ASSERT_TRUE(f.Pop(0));
+  // The third waits for a completion, as one would for any other host.
+  EXPECT_FALSE(f.Pop(0).has_value());
+  EXPECT_EQ(f.Host("http://a:80")->max_in_flight, 2);
+  f.Complete("http://a:80", 0, Success());
+  EXPECT_TRUE(f.Pop(f.NextReadyUs()).has_value());
+  // Back to 1 while two run: after one completion one is still in flight,
+  // so nothing more comes out.
+  f.SetHostPoliteness("http://a:80", -1, 1);
+  f.Complete("http://a:80", 0, Success());
+  EXPECT_FALSE(f.Pop(1000 * kSec).has_value());
+}
+
+TEST(CrawldOverrides, HostDelayReplacesMinDelayAndCrawlDelay) {
+  Options o;
+  o.min_delay_us = 3 * kSec;
+  Frontier f(o);
+  for (int i = 0; i < 3; ++i)
+    f.Push("http://a:80", MakeItem(std::to_string(i)));
+  f.SetCrawlDelay("http://a:80", 10 * kSec);
+  f.SetHostPoliteness("http://a:80", kSec / 2, 1);  // lower than both
+  ASSERT_TRUE(f.Pop(0));
+  f.Complete("http://a:80", kSec, Success());
+  EXPECT_EQ(f.NextReadyUs(), kSec + kSec / 2);
+  ASSERT_TRUE(f.Pop(f.NextReadyUs()));
+  // Negative: the config's rule again (Crawl-delay 10 s > min 3 s).
+  f.SetHostPoliteness("http://a:80", -1, 1);
+  f.Complete("http://a:80", 2 * kSec, Success());
+  EXPECT_EQ(f.NextReadyUs(), 12 * kSec);
+}
+
 TEST(Politeness, GapAtLeastMinDelay) {
   Options o;
   o.min_delay_us = 3 * kSec;
