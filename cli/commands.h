@@ -5,6 +5,11 @@
 // to stdout, write results to stdout and diagnostics to stderr, and return
 // the process exit code: 0 success, 1 the checked input has defects (e.g.
 // `warc verify` found a bad record), 2 usage or I/O error.
+//
+// The online commands (RunAdminCommand, cmd_admin.cc) talk to a running
+// crawld's admin API and use their own codes (docs/CRAWLCTL.md): 0 ok,
+// 1 the server answered an error, 2 usage or local I/O error, 3 cannot
+// reach the server.
 #ifndef CRAWLD_CLI_COMMANDS_H_
 #define CRAWLD_CLI_COMMANDS_H_
 
@@ -15,6 +20,9 @@ int RunLinksCommand(int argc, char** argv);   // links --base URL
 int RunRobotsCommand(int argc, char** argv);  // robots check | robots show
 int RunWarcCommand(int argc, char** argv);    // warc verify | ls | get
 int RunFilterCommand(int argc, char** argv);  // filter test --rules FILE
+// status | metrics | pause | resume | stop | seeds | rules | host | docs;
+// argv[0] says which.
+int RunAdminCommand(int argc, char** argv);
 
 }  // namespace crawld::cli
 

@@ -35,6 +35,22 @@ constexpr Group kGroups[] = {
 #ifdef CRAWLD_HAVE_CMD_WARC
     {"warc", "verify and list WARC files", crawld::cli::RunWarcCommand},
 #endif
+#ifdef CRAWLD_HAVE_CMD_ADMIN
+    // Online: a running crawld's admin API (--api URL or --data DIR).
+    {"status", "show a running crawl's state", crawld::cli::RunAdminCommand},
+    {"metrics", "print a running crawl's Prometheus metrics",
+     crawld::cli::RunAdminCommand},
+    {"seeds", "add seed URLs to a running crawl", crawld::cli::RunAdminCommand},
+    {"pause", "stop scheduling new fetches", crawld::cli::RunAdminCommand},
+    {"resume", "resume scheduling after a pause", crawld::cli::RunAdminCommand},
+    {"stop", "checkpoint and stop a running crawl",
+     crawld::cli::RunAdminCommand},
+    {"rules", "reload rules, or test a URL against the live rules",
+     crawld::cli::RunAdminCommand},
+    {"host", "show crawld's record of one host", crawld::cli::RunAdminCommand},
+    {"docs", "follow the document feed (docs tail)",
+     crawld::cli::RunAdminCommand},
+#endif
 };
 
 void Usage(FILE* out) {
@@ -46,7 +62,9 @@ void Usage(FILE* out) {
   }
   std::fprintf(out,
                "\nexit codes: 0 success, 1 the input has defects, "
-               "2 usage or I/O error\n");
+               "2 usage or I/O error\n"
+               "online commands: 0 ok, 1 the server answered an error, "
+               "2 usage error, 3 cannot reach the server\n");
 }
 
 }  // namespace
