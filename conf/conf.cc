@@ -163,6 +163,20 @@ std::string CheckHeaderValue(std::string_view s) {
   return "";
 }
 
+std::string CheckParamName(std::string_view s) {
+  if (s.empty() || s.size() > 128) return "must be 1 .. 128 bytes";
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '*' && i + 1 == s.size() && i > 0) continue;
+    if (!IsPrintableAscii(c) || c == ' ' || c == '&' || c == '=' || c == ';' ||
+        c == '#' || c == '*') {
+      return "must be a parameter name (printable ASCII without space & = ; "
+             "#), optionally ending in '*'";
+    }
+  }
+  return "";
+}
+
 std::string CheckIpAddress(std::string_view s) {
   unsigned char buf[16];
   std::string z(s);
@@ -289,6 +303,30 @@ constexpr Key kKeys[] = {
     BoolKey(CRAWLD_CONF_FIELD(crawl, follow_rel_nofollow),
             "Follow links marked rel=\"nofollow\". Page-wide nofollow "
             "(meta robots, X-Robots-Tag) is obeyed either way."),
+
+    // [url]
+    BoolKey(CRAWLD_CONF_FIELD(url, drop_fragment),
+            "Drop #fragment from every URL (it is never sent to a server)."),
+    BoolKey(CRAWLD_CONF_FIELD(url, drop_trailing_host_dot),
+            "example.com. -> example.com (same site, different string)."),
+    BoolKey(CRAWLD_CONF_FIELD(url, normalize_percent_encoding),
+            "Uppercase %xx hex digits and decode escapes of unreserved "
+            "characters (A-Z a-z 0-9 - . _ ~), so equal URLs compare equal."),
+    BoolKey(CRAWLD_CONF_FIELD(url, drop_empty_query),
+            "http://a/b? -> http://a/b."),
+    BoolKey(CRAWLD_CONF_FIELD(url, strip_session_params),
+            "Remove the query parameters (and ;name=value path parameters) "
+            "named in strip_params: session ids and trackers multiply URLs."),
+    ListKey(CRAWLD_CONF_FIELD(url, strip_params), CheckParamName,
+            "up to 256 parameter names; a trailing '*' makes a prefix", 256,
+            "Parameter names removed by strip_session_params, compared "
+            "ASCII case-insensitively (utm_* matches utm_source)."),
+    BoolKey(CRAWLD_CONF_FIELD(url, sort_query_params),
+            "Sort query parameters by name so ?b=1&a=2 and ?a=2&b=1 are one "
+            "URL. Off by default: some servers care about the order."),
+    IntKey(CRAWLD_CONF_FIELD(url, max_length), 16, 1 << 20,
+           "Longest URL accepted, in bytes, before and after "
+           "canonicalization; longer ones are dropped as invalid_url."),
 
     // [fetch]
     IntKey(CRAWLD_CONF_FIELD(fetch, connect_timeout_ms), 100, 300'000,
@@ -492,8 +530,8 @@ constexpr Key kKeys[] = {
 #undef CRAWLD_CONF_FIELD
 
 constexpr std::string_view kTables[] = {
-    "crawl", "fetch", "politeness", "dns",   "network",
-    "store", "traps", "frontier",   "admin", "workers"};
+    "crawl", "url",   "fetch",    "politeness", "dns",    "network",
+    "store", "traps", "frontier", "admin",      "workers"};
 
 constexpr size_t kNumKeys = std::size(kKeys);
 

@@ -57,6 +57,24 @@ struct CrawlConfig {
   bool operator==(const CrawlConfig&) const = default;
 };
 
+// [url]: crawler canonicalization on top of WHATWG parsing (url::Options).
+struct UrlConfig {
+  bool drop_fragment = true;
+  bool drop_trailing_host_dot = true;
+  bool normalize_percent_encoding = true;
+  bool drop_empty_query = true;
+  bool strip_session_params = true;
+  // Query and ;path parameter names removed when strip_session_params;
+  // a trailing '*' makes a prefix ("utm_*").
+  std::vector<std::string> strip_params = {"jsessionid", "phpsessid", "sid",
+                                           "sessionid",  "utm_*",     "gclid",
+                                           "fbclid"};
+  bool sort_query_params = false;
+  int max_length = 2048;  // bytes of input and canonical URL
+
+  bool operator==(const UrlConfig&) const = default;
+};
+
 // [fetch]: HTTP transfer limits (applied through curl by fetcher/).
 struct FetchConfig {
   int64_t connect_timeout_ms = 10000;   // milliseconds; <= total_timeout_ms
@@ -190,6 +208,7 @@ struct WorkersConfig {
 // The whole file. A plain value: copy it freely.
 struct Config {
   CrawlConfig crawl;
+  UrlConfig url;
   FetchConfig fetch;
   PolitenessConfig politeness;
   DnsConfig dns;

@@ -68,26 +68,6 @@ bool IEquals(std::string_view a, std::string_view b) {
          });
 }
 
-// RFC 9110 section 10.2.3: Retry-After is delay-seconds or an HTTP-date.
-// Returns microseconds from now, or -1 when absent or unreadable.
-int64_t ParseRetryAfter(std::string_view value, int64_t now_wall_s) {
-  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-  while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
-  if (value.empty()) return -1;
-  if (std::all_of(value.begin(), value.end(),
-                  [](char c) { return c >= '0' && c <= '9'; })) {
-    if (value.size() > 9) return 86400ll * 1000000;  // absurd: one day
-    return std::stoll(std::string(value)) * 1000000;
-  }
-  struct tm tm {};
-  std::string v(value);
-  if (strptime(v.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm) == nullptr) {
-    return -1;
-  }
-  int64_t when = static_cast<int64_t>(timegm(&tm));
-  return std::max<int64_t>(0, when - now_wall_s) * 1000000;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -247,7 +227,18 @@ class Worker::Impl {
 
 namespace {
 
-url::Options CanonOptions(const conf::Config&) { return url::Options(); }
+url::Options CanonOptions(const conf::Config& c) {
+  url::Options o;
+  o.drop_fragment = c.url.drop_fragment;
+  o.drop_trailing_host_dot = c.url.drop_trailing_host_dot;
+  o.normalize_percent_encoding = c.url.normalize_percent_encoding;
+  o.drop_empty_query = c.url.drop_empty_query;
+  o.strip_session_params = c.url.strip_session_params;
+  o.strip_params = c.url.strip_params;
+  o.sort_query_params = c.url.sort_query_params;
+  o.max_length = static_cast<size_t>(c.url.max_length);
+  return o;
+}
 
 parser::Options ParserOptions(const conf::Config&) { return parser::Options(); }
 
@@ -851,7 +842,7 @@ void Worker::Impl::OnResponse(std::shared_ptr<Job> job,
     Count(status == 429 ? "http_429" : "http_503");
     done.outcome = frontier::Outcome::kRetryLater;
     done.retry_after_us =
-        ParseRetryAfter(response.Header("Retry-After"), time(nullptr));
+        fetcher::ParseRetryAfter(response.Header("Retry-After"), time(nullptr));
     RetryLater(*job);
     FinishJob(*job, done);
     return;
@@ -1542,6 +1533,22 @@ void Worker::Impl::SyncMetrics() {
             "Counted events by class: fetch errors, HTTP status classes, "
             "URL drops by reason, traps, filter and robots decisions.",
             static_cast<double>(v), {{"event", k}});
+  }
+  // Each filter rule and override line counts its hits (hot-reloaded sets
+  // start again from zero, so these are gauges).
+  for (const conf::RuleSet::RuleStats& r : rules_->Stats()) {
+    std::string where =
+        r.line > 0 ? config_.crawl.rules_file + ":" + std::to_string(r.line)
+                   : r.rule;
+    gauge("crawld_filter_rule_hits",
+          "URLs decided by each filter rule (file:line) of the rule set in "
+          "force.",
+          static_cast<double>(r.hits), {{"rule", where}});
+  }
+  for (const conf::Overrides::LineStats& l : overrides_->Stats()) {
+    gauge("crawld_override_hits",
+          "Hosts each robots override line (file:line) applied to.",
+          static_cast<double>(l.hits), {{"line", overrides_->Where(l.line)}});
   }
   gauge("crawld_queued_urls", "URLs waiting in the frontier.",
         static_cast<double>(frontier_->queued()));

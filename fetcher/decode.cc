@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
+#include <string>
 
 #include "fetcher/fetcher.h"
 
@@ -239,6 +241,29 @@ Result<std::string> DecodeBody(const Response& response, size_t max_bytes,
   }
   if (capped != nullptr) *capped = any_capped;
   return current;
+}
+
+int64_t ParseRetryAfter(std::string_view value, int64_t now_epoch_s) {
+  constexpr int64_t kDayUs = 86400ll * 1000000;
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
+    value.remove_prefix(1);
+  }
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) {
+    value.remove_suffix(1);
+  }
+  if (value.empty()) return -1;
+  if (std::all_of(value.begin(), value.end(),
+                  [](char c) { return c >= '0' && c <= '9'; })) {
+    if (value.size() > 9) return kDayUs;  // absurd: one day
+    const int64_t s = std::stoll(std::string(value));
+    return std::min(s * 1000000, kDayUs);
+  }
+  struct tm tm {};
+  const std::string v(value);
+  const char* end = strptime(v.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  if (end == nullptr || *end != '\0') return -1;
+  const int64_t when = static_cast<int64_t>(timegm(&tm));
+  return std::clamp<int64_t>((when - now_epoch_s) * 1000000, 0, kDayUs);
 }
 
 }  // namespace crawld::fetcher

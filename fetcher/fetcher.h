@@ -180,6 +180,13 @@ class Fetcher {
   std::unique_ptr<Impl> impl_;
 };
 
+// Retry-After (RFC 9110 section 10.2.3): delay-seconds or an HTTP-date
+// (IMF-fixdate). Returns microseconds from `now_epoch_s`, 0 for a date in
+// the past, capped at one day; -1 when absent or unreadable (the caller
+// then backs off on its own).
+[[nodiscard]] int64_t ParseRetryAfter(std::string_view value,
+                                      int64_t now_epoch_s);
+
 // Decodes the Content-Encoding of `response` (gzip, x-gzip, deflate as zlib
 // or raw DEFLATE, identity; a list is undone right to left, at most 4
 // codings) into at most `max_bytes` of output. Decompression-bomb safe: it

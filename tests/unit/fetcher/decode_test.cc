@@ -227,5 +227,32 @@ TEST(DecodeBody, Crawld_RandomizedAgainstModel) {
   }
 }
 
+// --- Retry-After (RFC 9110 section 10.2.3) ----------------------------------
+
+TEST(Rfc9110, Sec10_2_3_RetryAfterDelaySeconds) {
+  EXPECT_EQ(ParseRetryAfter("120", 0), 120 * 1000000ll);
+  EXPECT_EQ(ParseRetryAfter(" 0 ", 0), 0);
+  // Absurd values are capped at one day rather than overflowing.
+  EXPECT_EQ(ParseRetryAfter("99999999999999", 0), 86400ll * 1000000);
+  EXPECT_EQ(ParseRetryAfter("172800", 0), 86400ll * 1000000);
+}
+
+TEST(Rfc9110, Sec10_2_3_RetryAfterHttpDate) {
+  // Fri, 31 Dec 1999 23:59:59 GMT = 946684799 (the RFC's example date).
+  const int64_t when = 946684799;
+  EXPECT_EQ(ParseRetryAfter("Fri, 31 Dec 1999 23:59:59 GMT", when - 30),
+            30 * 1000000ll);
+  // A date in the past means "now".
+  EXPECT_EQ(ParseRetryAfter("Fri, 31 Dec 1999 23:59:59 GMT", when + 30), 0);
+}
+
+TEST(Rfc9110, Sec10_2_3_RetryAfterUnreadableIsMinusOne) {
+  EXPECT_EQ(ParseRetryAfter("", 0), -1);
+  EXPECT_EQ(ParseRetryAfter("-5", 0), -1);
+  EXPECT_EQ(ParseRetryAfter("1.5", 0), -1);
+  EXPECT_EQ(ParseRetryAfter("soon", 0), -1);
+  EXPECT_EQ(ParseRetryAfter("Fri, 31 Dec 1999 23:59:59 GMT junk", 0), -1);
+}
+
 }  // namespace
 }  // namespace crawld::fetcher
