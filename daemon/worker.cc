@@ -116,9 +116,17 @@ class Worker::Impl {
     std::string seed_host;
   };
 
+  // A stored body, for revisit records of later exact duplicates.
+  struct DocumentRef {
+    std::string uri;
+    std::string record_id;
+    std::string payload_digest;
+    int64_t time_us = 0;
+  };
   // What processing a 2xx body found; it decides the index flags of the
   // record, so it runs before the record is written.
   struct Processed {
+    std::string digest;   // xxh3-128 of a 2xx body, "" when not computed
     bool parsed = false;  // page_ holds this body's Page
     bool noindex = false;
     bool nofollow = false;
@@ -139,6 +147,10 @@ class Worker::Impl {
   // ("" when nothing was written).
   std::string Record(const Job& job, const fetcher::Response& response,
                      const Processed& processed);
+  // xxh3-128 of a complete body of at most kMaxDedupeBodyBytes, else "".
+  std::string BodyDigest(const fetcher::Response& response);
+  void RecordRevisit(const Job& job, const fetcher::Response& response,
+                     const DocumentRef& original);
   void WriteMetadata(const Job& job, const std::string& response_id,
                      const parser::Page& page, bool noindex, bool nofollow);
   void HandleRedirect(const Job& job, const fetcher::Response& response);
@@ -211,6 +223,10 @@ class Worker::Impl {
   // redirect loop from a redirect to a page seen elsewhere.
   std::unordered_map<uint64_t, uint64_t> redirect_parent_;
   std::unordered_map<uint64_t, int> retries_;
+  // Bodies stored so far, by xxh3-128 of their bytes, for revisit records.
+  std::unordered_map<std::string, DocumentRef> documents_;
+  static constexpr size_t kMaxDocuments = 2'000'000;
+  static constexpr uint64_t kMaxDedupeBodyBytes = 8u << 20;
 
   size_t active_ = 0;  // jobs between Dispatch and FinishJob
   bool stopping_ = false;
@@ -673,6 +689,36 @@ void Worker::Impl::FinishJob(const Job& job,
   Pump();
 }
 
+std::string Worker::Impl::BodyDigest(const fetcher::Response& response) {
+  if (response.truncated || response.body.size() > kMaxDedupeBodyBytes) {
+    return "";
+  }
+  auto bytes = response.body.ReadPrefix(kMaxDedupeBodyBytes);
+  return bytes.ok() ? dedupe::DocumentDigest(*bytes) : "";
+}
+
+void Worker::Impl::RecordRevisit(const Job& job,
+                                 const fetcher::Response& response,
+                                 const DocumentRef& original) {
+  store::FetchRecord rec;
+  rec.target_uri = job.fetch_url;
+  rec.ip = response.ip;
+  rec.fetch_time_us = response.start_us;
+  rec.request_head = response.request_head;
+  rec.response_head = response.response_head;
+  auto revisit = warc_->WriteRevisit(rec, original.record_id, original.uri,
+                                     original.time_us, original.payload_digest);
+  if (!revisit.ok()) {
+    Count("store_error");
+    log_.Write(
+        Level::kError, "warc_write_failed",
+        {{"url", job.fetch_url}, {"error", revisit.status().ToString()}});
+    RequestStop("store_error");
+    return;
+  }
+  Count("revisits");
+}
+
 std::string Worker::Impl::Record(const Job& job,
                                  const fetcher::Response& response,
                                  const Processed& processed) {
@@ -697,6 +743,16 @@ std::string Worker::Impl::Record(const Job& job,
     // A crawler that cannot record what it fetches must not go on fetching.
     RequestStop("store_error");
     return "";
+  }
+  if (!processed.digest.empty() && !written->payload_digest.empty()) {
+    if (documents_.size() < kMaxDocuments) {
+      documents_.emplace(
+          processed.digest,
+          DocumentRef{job.fetch_url, written->response.record_id,
+                      written->payload_digest, response.start_us});
+    } else {
+      Count("dedupe_table_full");
+    }
   }
   return written->response.record_id;
 }
@@ -826,7 +882,21 @@ void Worker::Impl::OnResponse(std::shared_ptr<Job> job,
   bytes_ += response.body.size();
   if (fetch_seconds_ != nullptr) fetch_seconds_->Observe(rtt / 1e6);
   Processed processed;
-  if (status >= 200 && status < 300) processed = Process(*job, response);
+  if (status >= 200 && status < 300) {
+    // An exact duplicate of a body stored before (same bytes, any URL) is
+    // written as a revisit record and not parsed again: its links were
+    // followed when the original was.
+    const std::string digest = BodyDigest(response);
+    if (!digest.empty()) {
+      if (auto it = documents_.find(digest); it != documents_.end()) {
+        RecordRevisit(*job, response, it->second);
+        FinishJob(*job, done);
+        return;
+      }
+    }
+    processed = Process(*job, response);
+    processed.digest = digest;
+  }
   const std::string response_id = Record(*job, response, processed);
   if (response.error != fetcher::ErrorClass::kNone) {
     // A response arrived but the transfer was cut (cap, slow body): it is

@@ -287,3 +287,57 @@ class RelNofollow(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DuplicateBodies(unittest.TestCase):
+    """Issue 5, item 3: an exact duplicate body is stored as a revisit
+    record pointing at the original, and is not parsed again."""
+
+    def test_duplicates_become_revisits_of_the_original(self):
+        cfg = small_farm('[[profile]]\nhosts = 0\nduplicates = true\n',
+                         hosts=2, pages=12)
+        with harness.Webfarm(cfg) as farm, \
+                harness.Dnsmasq(farm.hosts_file) as dns:
+            result = crawl_util.run_crawl(farm, dns)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            records = result.records()
+            by_uri = {}
+            for r in records:
+                h = r["headers"]
+                if h.get("warc-type") in ("response", "revisit"):
+                    by_uri.setdefault(h["warc-target-uri"], []).append(r)
+            # Every manifest URL is in the WARCs once, as a response or a
+            # revisit.
+            self.assertEqual(set(farm.manifest()),
+                             {u for u in by_uri if not u.endswith("robots.txt")})
+            self.assertEqual(max(len(v) for v in by_uri.values()), 1)
+            responses = {h["warc-record-id"]: h for h in
+                         (r["headers"] for r in records)
+                         if h.get("warc-type") == "response"}
+            pairs = 0
+            for uri, (rec,) in by_uri.items():
+                if "/dup/" not in uri:
+                    continue
+                twin = uri.replace("/dup/", "/p/")
+                (other,) = by_uri[twin]
+                kinds = {rec["headers"]["warc-type"],
+                         other["headers"]["warc-type"]}
+                # The pair is byte-identical: one response, one revisit of it.
+                self.assertEqual(kinds, {"response", "revisit"}, uri)
+                revisit = rec if rec["headers"]["warc-type"] == "revisit" \
+                    else other
+                original = other if revisit is rec else rec
+                h = revisit["headers"]
+                self.assertEqual(h["warc-refers-to"],
+                                 original["headers"]["warc-record-id"])
+                self.assertIn(h["warc-refers-to"], responses)
+                self.assertEqual(h["warc-refers-to-target-uri"],
+                                 original["headers"]["warc-target-uri"])
+                self.assertIn("warc-refers-to-date", h)
+                self.assertEqual(h["warc-payload-digest"],
+                                 original["headers"]["warc-payload-digest"])
+                pairs += 1
+            self.assertGreater(pairs, 5)
+            self.assertEqual(result.count("revisits"), pairs)
+            verify = crawl_util.crawlctl("warc", "verify", *result.warc_files())
+            self.assertEqual(verify.returncode, 0, verify.stdout + verify.stderr)
