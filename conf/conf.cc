@@ -505,6 +505,17 @@ constexpr Key kKeys[] = {
            "Bytes of queued URLs kept in memory over all hosts when "
            "spilling; above it tails go to disk early."),
 
+    // [checkpoint]
+    FloatKey(CRAWLD_CONF_FIELD(checkpoint, interval_s), 0, 86'400,
+             "Seconds between two checkpoints of the queues, the seen-set, "
+             "the counters and the WARC position (also one at start and at "
+             "exit); 0 = none, and every run starts afresh. Needs "
+             "frontier.spill."),
+    BoolKey(CRAWLD_CONF_FIELD(checkpoint, resume),
+            "Resume the crawl found in the data directory: after a stop or "
+            "a crash (kill -9 included) no queued URL is lost and a URL in "
+            "flight is fetched at most once more. false = start afresh."),
+
     // [admin]
     BoolKey(CRAWLD_CONF_FIELD(admin, enabled),
             "Serve the admin HTTP API (docs/API.md); its base URL is written "
@@ -530,8 +541,8 @@ constexpr Key kKeys[] = {
 #undef CRAWLD_CONF_FIELD
 
 constexpr std::string_view kTables[] = {
-    "crawl", "url",   "fetch",    "politeness", "dns",    "network",
-    "store", "traps", "frontier", "admin",      "workers"};
+    "crawl", "url",   "fetch",    "politeness", "dns",   "network",
+    "store", "traps", "frontier", "checkpoint", "admin", "workers"};
 
 constexpr size_t kNumKeys = std::size(kKeys);
 

@@ -188,6 +188,14 @@ struct FrontierConfig {
   bool operator==(const FrontierConfig&) const = default;
 };
 
+// [checkpoint]: crash safety (docs/OPERATIONS.md).
+struct CheckpointConfig {
+  double interval_s = 30;  // seconds between checkpoints; 0 = none
+  bool resume = true;      // a data dir with a checkpoint is resumed
+
+  bool operator==(const CheckpointConfig&) const = default;
+};
+
 // [admin]: the admin HTTP API (docs/API.md).
 struct AdminConfig {
   bool enabled = true;
@@ -216,6 +224,7 @@ struct Config {
   StoreConfig store;
   TrapsConfig traps;
   FrontierConfig frontier;
+  CheckpointConfig checkpoint;
   AdminConfig admin;
   WorkersConfig workers;
   // Where it was loaded from ("" for Defaults()). Compared by operator==

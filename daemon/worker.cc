@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <sys/stat.h>
 #include <uv.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,7 +13,9 @@
 #include <filesystem>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
+#include "checkpoint/checkpoint.h"
 #include "conf/overrides.h"
 #include "conf/rules.h"
 #include "daemon/admin.h"
@@ -173,6 +176,12 @@ class Worker::Impl {
   // Fetched (or allow-all) rules plus the override's disallows.
   robots::Rules EffectiveRules(robots::Rules base, const HostState& hs);
   void ResolveAndGate(std::shared_ptr<Job> job, dns::Answer answer);
+  bool SeenInsert(std::string_view host_key, uint64_t fp);
+  Status OpenState(const std::string& worker_dir, bool* resumed);
+  Status Checkpoint(const char* why);
+  Status Recover();
+  void ReplayRecord(const store::Record& rec);
+  bool resumed_ = false;
   // The admin API on this loop (docs/API.md).
   Status StartAdmin();
   std::string StateName() const;
@@ -200,7 +209,19 @@ class Worker::Impl {
 
   url::Canonicalizer canonicalizer_;
   std::unique_ptr<frontier::Frontier> frontier_;
-  std::unique_ptr<dedupe::SeenSet> seen_;
+  std::unique_ptr<dedupe::SeenSet> seen_;  // without checkpoints
+  // With checkpoints: the seen-set in LevelDB, the state store, the pages
+  // in flight (host key, item) to put back after a crash, and the URLs a
+  // recovery found already recorded.
+  std::unique_ptr<dedupe::UrlSeenStore> seen_store_;
+  std::unique_ptr<checkpoint::Store> state_;
+  std::unordered_map<uint64_t, std::pair<std::string, frontier::Item>>
+      inflight_;
+  std::unordered_set<uint64_t> done_;
+  bool replaying_ = false;
+  uint64_t checkpoints_ = 0;
+  uv_timer_t checkpoint_timer_{};
+  bool checkpoint_timer_open_ = false;
   std::unique_ptr<dns::Resolver> resolver_;
   std::unique_ptr<fetcher::Fetcher> fetcher_;
   std::unique_ptr<store::WarcWriter> warc_;
@@ -334,21 +355,42 @@ Status Worker::Impl::Init() {
   fo.budget_pages_per_credit = config_.frontier.budget_pages_per_credit;
   fo.memory_budget_bytes =
       static_cast<size_t>(config_.frontier.memory_budget_bytes);
-  if (config_.frontier.spill) {
-    // Resuming from a spill needs the checkpointed seen-set with it (not
-    // there yet), so each run starts its spill afresh.
-    fo.spill_dir =
-        data + "/worker-" + std::to_string(options_.worker_id) + "/frontier";
+  const std::string wdir =
+      data + "/worker-" + std::to_string(options_.worker_id);
+  // Checkpoints need the spilled frontier (its manifest is the queue part
+  // of a checkpoint); without spill or with interval 0 each run is fresh.
+  const bool checkpoints =
+      config_.frontier.spill && config_.checkpoint.interval_s > 0;
+  if (config_.frontier.spill) fo.spill_dir = wdir + "/frontier";
+  if (checkpoints) {
+    if (Status s = OpenState(wdir, &resumed_); !s.ok()) return s;
+  } else {
+    std::filesystem::remove_all(wdir, ec);
+  }
+  if (!resumed_ && !fo.spill_dir.empty()) {
     std::filesystem::remove_all(fo.spill_dir, ec);
   }
   auto frontier = frontier::Frontier::Open(fo);
+  if (!frontier.ok() && resumed_) {
+    // A damaged queue store: rebuild everything from the WARCs instead.
+    log_.Write(Level::kError, "frontier_recovery_failed",
+               {{"error", frontier.status().ToString()}});
+    state_.reset();
+    seen_store_.reset();
+    for (const char* sub : {"/state", "/seen", "/frontier"}) {
+      std::filesystem::remove_all(wdir + sub, ec);
+    }
+    if (Status s = OpenState(wdir, &resumed_); !s.ok()) return s;
+    resumed_ = true;  // replay every WARC record
+    frontier = frontier::Frontier::Open(fo);
+  }
   if (!frontier.ok()) return frontier.status();
   frontier_ = std::move(frontier).value();
 
   dedupe::Options dopt;
   dopt.expected_urls =
       std::max<uint64_t>(1'000'000, config_.crawl.max_pages * 20);
-  seen_ = std::make_unique<dedupe::SeenSet>(dopt);
+  if (seen_store_ == nullptr) seen_ = std::make_unique<dedupe::SeenSet>(dopt);
 
   dns::Options dnso;
   dnso.servers = config_.dns.servers;
@@ -415,8 +457,33 @@ Result<CrawlSummary> Worker::Impl::Run() {
   log_.Write(Level::kInfo, "crawl_start",
              {{"seeds", std::to_string(options_.seeds.size())},
               {"data_dir", config_.crawl.data_dir}});
+  if (resumed_) {
+    if (Status s = Recover(); !s.ok()) return s;
+  }
+  // On a resume the seeds are known already (the seen store says so).
   for (const std::string& seed : options_.seeds) {
     Enqueue(seed, 0, 0, 1.0, 0, HostOf(seed));
+  }
+  if (state_ != nullptr) {
+    // A first checkpoint at once: a crash before the first interval then
+    // does not replay the previous run's records again.
+    if (Status s = Checkpoint("start"); !s.ok()) return s;
+    uv_timer_init(&loop_, &checkpoint_timer_);
+    checkpoint_timer_.data = this;
+    checkpoint_timer_open_ = true;
+    const uint64_t every_ms =
+        static_cast<uint64_t>(config_.checkpoint.interval_s * 1000);
+    uv_timer_start(
+        &checkpoint_timer_,
+        [](uv_timer_t* t) {
+          Impl* self = static_cast<Impl*>(t->data);
+          if (Status s = self->Checkpoint("interval"); !s.ok()) {
+            self->Count("checkpoint_failed");
+            self->log_.Write(Level::kError, "checkpoint_failed",
+                             {{"error", s.ToString()}});
+          }
+        },
+        every_ms, every_ms);
   }
 
   auto on_signal = [](uv_signal_t* h, int signum) {
@@ -445,6 +512,13 @@ Result<CrawlSummary> Worker::Impl::Run() {
 
   Pump();
   uv_run(&loop_, UV_RUN_DEFAULT);
+
+  // The last checkpoint: what is still queued (and what a signal aborted,
+  // which went back to its queue) is there for the next start.
+  if (Status s = Checkpoint("exit"); !s.ok()) {
+    Count("checkpoint_failed");
+    log_.Write(Level::kError, "checkpoint_failed", {{"error", s.ToString()}});
+  }
 
   if (Status s = warc_->Close(); !s.ok()) {
     log_.Write(Level::kError, "warc_close_failed", {{"error", s.ToString()}});
@@ -530,6 +604,12 @@ void Worker::Impl::ArmTimer(int64_t now_us) {
 }
 
 void Worker::Impl::Dispatch(frontier::Frontier::Ready ready, int64_t now_us) {
+  if (!done_.empty() && done_.erase(ready.item.fingerprint) > 0) {
+    // Recorded after the last checkpoint, before a crash: not again.
+    Count("recovered_skips");
+    frontier_->Release(ready.host_key);
+    return;
+  }
   HostState& hs = hosts_[ready.host_key];
   const conf::HostOverride& ov = OverrideFor(ready.host_key, hs);
   if (!config_.politeness.respect_robots || ov.ignore_robots) {
@@ -586,6 +666,10 @@ void Worker::Impl::Dispatch(frontier::Frontier::Ready ready, int64_t now_us) {
   job->host_key = std::move(ready.host_key);
   job->fetch_url = ready.item.url;
   job->item = std::move(ready.item);
+  if (state_ != nullptr) {
+    inflight_.emplace(job->item.fingerprint,
+                      std::make_pair(job->host_key, job->item));
+  }
   ++active_;
   StartFetch(std::move(job));
 }
@@ -684,6 +768,7 @@ void Worker::Impl::RetryLater(const Job& job) {
 void Worker::Impl::FinishJob(const Job& job,
                              const frontier::Completion& completion) {
   LeaveIpGate(const_cast<Job&>(job));
+  if (!job.is_robots) inflight_.erase(job.item.fingerprint);
   frontier_->Complete(job.host_key, MonotonicUs(), completion);
   if (active_ > 0) --active_;
   Pump();
@@ -861,6 +946,12 @@ void Worker::Impl::OnResponse(std::shared_ptr<Job> job,
   const int status = response.status_code;
   frontier::Completion done{frontier::Outcome::kSuccess, rtt, -1};
 
+  if (status == 0 && response.error == fetcher::ErrorClass::kAborted) {
+    // Shut down under it (a signal): back to its queue for the next start.
+    frontier_->PushFront(job->host_key, job->item);
+    FinishJob(*job, done);
+    return;
+  }
   if (status == 0) {
     const std::string cls(fetcher::ErrorClassName(response.error));
     Count(cls);
@@ -1136,7 +1227,7 @@ bool Worker::Impl::Enqueue(std::string_view url_text, uint16_t depth,
   }
   const uint64_t fp = url::Fingerprint(canon->href());
   const std::string host_key = canon->origin_key();
-  if (!seen_->InsertIfNew(fp)) {
+  if (!SeenInsert(host_key, fp)) {
     // Known URL: its host still receives the credit (AOPIC).
     if (credit > 0) frontier_->AddCredit(host_key, credit, from_host_key);
     return false;
@@ -1340,6 +1431,269 @@ void Worker::Impl::CloseAll() {
   uv_close(reinterpret_cast<uv_handle_t*>(&sigint_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigterm_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sighup_), nullptr);
+  if (checkpoint_timer_open_) {
+    checkpoint_timer_open_ = false;
+    uv_close(reinterpret_cast<uv_handle_t*>(&checkpoint_timer_), nullptr);
+  }
+}
+
+// --- checkpoints and recovery (docs/OPERATIONS.md, "After a crash") --------
+//
+// A checkpoint writes, in this order: the frontier's queues (its manifest),
+// the URL-seen store, then one LevelDB batch with the counters, the
+// in-flight URLs and the WARC position. Recovery opens the frontier and the
+// seen store as checkpointed, puts the in-flight URLs back, and replays the
+// WARC records written after the checkpointed position: their URLs are not
+// fetched again, and their links and redirects are followed again (the
+// queue entries they made after the checkpoint were lost). So a crash at
+// any moment loses no URL, and a URL is fetched at most once more.
+
+namespace {
+
+constexpr char kMetaPages[] = "meta/pages";
+constexpr char kMetaBytes[] = "meta/bytes";
+constexpr char kMetaRobots[] = "meta/robots_fetches";
+constexpr char kMetaWarcFile[] = "meta/warc_file";
+constexpr char kMetaWarcSize[] = "meta/warc_size";
+constexpr char kMetaInflight[] = "meta/inflight";
+constexpr char kCountPrefix[] = "count/";
+
+uint64_t ToU64(const std::optional<std::string>& v) {
+  return v.has_value() ? strtoull(v->c_str(), nullptr, 10) : 0;
+}
+
+uint64_t HostHash(std::string_view host_key) {
+  return XXH3_64bits(host_key.data(), host_key.size());
+}
+
+}  // namespace
+
+bool Worker::Impl::SeenInsert(std::string_view host_key, uint64_t fp) {
+  if (seen_store_ == nullptr) return seen_->InsertIfNew(fp);
+  Result<bool> r = seen_store_->InsertIfNew(HostHash(host_key), fp);
+  if (r.ok()) return *r;
+  // Better a URL fetched twice than one lost: an unreadable store says new.
+  Count("seen_store_error");
+  log_.Write(Level::kError, "seen_store_error",
+             {{"error", r.status().ToString()}});
+  return true;
+}
+
+Status Worker::Impl::OpenState(const std::string& wdir, bool* resumed) {
+  *resumed = false;
+  checkpoint::Options co;
+  co.sync = true;
+  std::error_code ec;
+  const bool had_state = std::filesystem::exists(wdir + "/state/CURRENT", ec);
+  if (!config_.checkpoint.resume && had_state) {
+    for (const char* sub : {"/state", "/seen", "/frontier"}) {
+      std::filesystem::remove_all(wdir + sub, ec);
+    }
+  }
+  auto store = checkpoint::Store::Open(wdir + "/state", co);
+  if (!store.ok()) return store.status();
+  state_ = std::move(store).value();
+  dedupe::Options so;
+  so.dir = wdir + "/seen";
+  so.expected_urls =
+      std::max<uint64_t>(1'000'000, config_.crawl.max_pages * 20);
+  // Fingerprints reach the disk only at checkpoints, after the frontier's
+  // queues: the seen store never remembers a URL the queues could lose.
+  so.batch_size = SIZE_MAX;
+  auto seen = dedupe::UrlSeenStore::Open(so);
+  if (!seen.ok()) return seen.status();
+  seen_store_ = std::move(seen).value();
+  *resumed = config_.checkpoint.resume && had_state;
+  return Status::Ok();
+}
+
+Status Worker::Impl::Checkpoint(const char* why) {
+  if (state_ == nullptr) return Status::Ok();
+  const int64_t t0 = MonotonicUs();
+  if (Status s = warc_->Flush(); !s.ok()) return s;
+  const std::string warc_file = warc_->current_file();
+  std::error_code ec;
+  const uint64_t warc_size = std::filesystem::file_size(
+      config_.crawl.data_dir + "/warc/" + warc_file, ec);
+  if (Status s = frontier_->Checkpoint(); !s.ok()) return s;
+  if (Status s = seen_store_->Flush(); !s.ok()) return s;
+  checkpoint::Store::Batch b;
+  b.Put(kMetaPages, std::to_string(pages_));
+  b.Put(kMetaBytes, std::to_string(bytes_));
+  b.Put(kMetaRobots, std::to_string(robots_fetches_));
+  b.Put(kMetaWarcFile, warc_file);
+  b.Put(kMetaWarcSize, std::to_string(ec ? 0 : warc_size));
+  std::string inflight;
+  for (const auto& [fp, entry] : inflight_) {
+    const frontier::Item& it = entry.second;
+    inflight += entry.first + '\t' + it.url + '\t' + std::to_string(it.depth) +
+                '\t' + std::to_string(it.redirects) + '\n';
+  }
+  b.Put(kMetaInflight, inflight);
+  for (const auto& [k, v] : counts_) {
+    b.Put(std::string(kCountPrefix) + k, std::to_string(v));
+  }
+  if (Status s = state_->Write(b); !s.ok()) return s;
+  ++checkpoints_;
+  log_.Write(Level::kInfo, "checkpoint",
+             {{"why", why},
+              {"queued", std::to_string(frontier_->queued())},
+              {"in_flight", std::to_string(inflight_.size())},
+              {"warc", warc_file + ":" + std::to_string(warc_size)},
+              {"ms", std::to_string((MonotonicUs() - t0) / 1000)}});
+  return Status::Ok();
+}
+
+Status Worker::Impl::Recover() {
+  const int64_t t0 = MonotonicUs();
+  auto get = [this](const char* key) -> std::optional<std::string> {
+    auto v = state_->Get(key);
+    return v.ok() ? *v : std::nullopt;
+  };
+  pages_ = ToU64(get(kMetaPages));
+  bytes_ = ToU64(get(kMetaBytes));
+  robots_fetches_ = ToU64(get(kMetaRobots));
+  const std::string warc_file = get(kMetaWarcFile).value_or("");
+  const uint64_t warc_size = ToU64(get(kMetaWarcSize));
+  Status scan = state_->ScanPrefix(
+      kCountPrefix, [this](std::string_view k, std::string_view v) {
+        counts_[std::string(k.substr(sizeof(kCountPrefix) - 1))] =
+            strtoull(std::string(v).c_str(), nullptr, 10);
+        return true;
+      });
+  if (!scan.ok()) return scan;
+  // In flight at the checkpoint: back to the head of their queues.
+  uint64_t requeued = 0;
+  const std::string inflight = get(kMetaInflight).value_or("");
+  size_t pos = 0;
+  while (pos < inflight.size()) {
+    size_t nl = inflight.find('\n', pos);
+    if (nl == std::string::npos) nl = inflight.size();
+    std::string_view line(inflight.data() + pos, nl - pos);
+    pos = nl + 1;
+    std::vector<std::string_view> f;
+    for (size_t a = 0; a <= line.size();) {
+      size_t t = line.find('\t', a);
+      if (t == std::string_view::npos) t = line.size();
+      f.push_back(line.substr(a, t - a));
+      a = t + 1;
+    }
+    if (f.size() != 4) continue;
+    frontier::Item item;
+    item.url = std::string(f[1]);
+    item.fingerprint = url::Fingerprint(item.url);
+    item.depth =
+        static_cast<uint16_t>(strtoul(std::string(f[2]).c_str(), nullptr, 10));
+    item.redirects =
+        static_cast<uint8_t>(strtoul(std::string(f[3]).c_str(), nullptr, 10));
+    if (frontier_->PushFront(f[0], std::move(item))) ++requeued;
+  }
+
+  // The WARC records after the checkpointed position, oldest first.
+  const std::string dir = config_.crawl.data_dir + "/warc";
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.ends_with(".warc.gz") &&
+        name.rfind(config_.store.warc_prefix + "-", 0) == 0) {
+      files.push_back(name);
+    }
+  }
+  std::sort(files.begin(), files.end());
+  uint64_t replayed = 0, truncated = 0;
+  replaying_ = true;
+  for (const std::string& name : files) {
+    if (!warc_file.empty() && name < warc_file) continue;
+    const std::string path = dir + "/" + name;
+    const uint64_t before = std::filesystem::file_size(path, ec);
+    auto cut = store::TruncateToLastCompleteRecord(path);
+    if (cut.ok() && *cut < before) {
+      ++truncated;
+      log_.Write(Level::kWarn, "warc_tail_truncated",
+                 {{"file", name}, {"bytes", std::to_string(before - *cut)}});
+    }
+    auto reader = store::WarcReader::Open(path);
+    if (!reader.ok()) continue;
+    const uint64_t from = name == warc_file ? warc_size : 0;
+    store::Record rec;
+    while (true) {
+      auto more = (*reader)->Next(&rec);
+      if (!more.ok() || !*more) break;
+      if (rec.offset < from) continue;
+      const std::string type = rec.type();
+      if (type != "response" && type != "revisit") continue;
+      ReplayRecord(rec);
+      ++replayed;
+    }
+  }
+  replaying_ = false;
+  Count("recovered_records", replayed);
+  log_.Write(Level::kInfo, "recovered",
+             {{"queued", std::to_string(frontier_->queued())},
+              {"requeued_in_flight", std::to_string(requeued)},
+              {"replayed_records", std::to_string(replayed)},
+              {"truncated_files", std::to_string(truncated)},
+              {"ms", std::to_string((MonotonicUs() - t0) / 1000)}});
+  if (options_.progress != nullptr) {
+    fprintf(options_.progress,
+            "resumed: %zu URLs queued, %" PRIu64 " records replayed\n",
+            frontier_->queued(), replayed);
+  }
+  return Status::Ok();
+}
+
+void Worker::Impl::ReplayRecord(const store::Record& rec) {
+  const std::string uri = rec.Header("WARC-Target-URI");
+  auto canon = url::Parse(uri);
+  if (!canon.ok()) return;
+  // Fetched after the checkpoint: not again.
+  done_.insert(url::Fingerprint(uri));
+  if (canon->path() == "/robots.txt") return;
+  ++pages_;
+  if (rec.type() != "response") return;
+  // Rebuild the response the fetcher saw, to follow its links (or its
+  // redirect) again.
+  const size_t head_end = rec.block.find("\r\n\r\n");
+  if (head_end == std::string::npos) return;
+  fetcher::Response response;
+  response.response_head = rec.block.substr(0, head_end + 4);
+  std::string_view head(response.response_head);
+  size_t line_end = head.find("\r\n");
+  std::string_view status_line = head.substr(0, line_end);
+  size_t sp = status_line.find(' ');
+  if (sp == std::string_view::npos) return;
+  response.status_code =
+      atoi(std::string(status_line.substr(sp + 1, 3)).c_str());
+  size_t p = line_end + 2;
+  while (p < head.size()) {
+    size_t e = head.find("\r\n", p);
+    if (e == std::string_view::npos || e == p) break;
+    std::string_view field = head.substr(p, e - p);
+    size_t colon = field.find(':');
+    if (colon != std::string_view::npos) {
+      std::string_view v = field.substr(colon + 1);
+      while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+      response.headers.emplace_back(std::string(field.substr(0, colon)),
+                                    std::string(v));
+    }
+    p = e + 2;
+  }
+  (void)response.body.Append(std::string_view(rec.block).substr(head_end + 4));
+  Job job;
+  job.fetch_url = uri;
+  job.host_key = canon->origin_key();
+  job.item.url = uri;
+  job.item.fingerprint = url::Fingerprint(uri);
+  job.item.depth = 0;  // not recorded in the WARC; depth limits restart here
+  job.item.credit = 0;
+  const int status = response.status_code;
+  if (status >= 300 && status < 400) {
+    HandleRedirect(job, response);
+  } else if (status >= 200 && status < 300) {
+    Processed processed = Process(job, response);
+    FollowLinks(job, processed, "");
+  }
 }
 
 // --- admin API (docs/API.md) -------------------------------------------------
