@@ -445,6 +445,10 @@ constexpr Key kKeys[] = {
             "outlinks and its robots flags (noindex, nofollow) for "
             "indexers."),
 
+    IntKey(CRAWLD_CONF_FIELD(store, near_duplicate_bits), 0, 3,
+           "A parsed page whose text's 64-bit SimHash is within this many "
+           "bits of an earlier page's is flagged near-duplicate (CDXJ, "
+           "feed, metadata record) with that page's URL; 0 = off."),
     BoolKey(CRAWLD_CONF_FIELD(store, write_index),
             "Write a CDXJ index line per response and revisit record, one "
             "index file per WARC in <data>/index (docs/STORE.md)."),

@@ -152,6 +152,9 @@ struct StoreConfig {
   int gzip_level = 6;                  // 0 (store) .. 9 (smallest)
   // A metadata record per parsed page: outlinks and robots flags.
   bool write_metadata = true;
+  // Flag pages whose text is within near_duplicate_bits (SimHash Hamming
+  // distance) of an earlier page's; 0 = off.
+  int near_duplicate_bits = 3;
   bool write_index = true;          // CDXJ index per WARC in <data>/index
   bool write_feed = true;           // document feed in <data>/index/feed
   bool conversion_records = false;  // extracted text as conversion records

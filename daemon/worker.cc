@@ -129,8 +129,9 @@ class Worker::Impl {
   // What processing a 2xx body found; it decides the index flags of the
   // record, so it runs before the record is written.
   struct Processed {
-    std::string digest;   // xxh3-128 of a 2xx body, "" when not computed
-    bool parsed = false;  // page_ holds this body's Page
+    std::string digest;  // xxh3-128 of a 2xx body, "" when not computed
+    std::string near_duplicate_of;  // URL of an earlier page with ~ text
+    bool parsed = false;            // page_ holds this body's Page
     bool noindex = false;
     bool nofollow = false;
   };
@@ -155,7 +156,8 @@ class Worker::Impl {
   void RecordRevisit(const Job& job, const fetcher::Response& response,
                      const DocumentRef& original);
   void WriteMetadata(const Job& job, const std::string& response_id,
-                     const parser::Page& page, bool noindex, bool nofollow);
+                     const parser::Page& page, bool noindex, bool nofollow,
+                     const std::string& near_duplicate_of);
   void HandleRedirect(const Job& job, const fetcher::Response& response);
   Processed Process(const Job& job, const fetcher::Response& response);
   void FollowLinks(const Job& job, const Processed& processed,
@@ -238,6 +240,8 @@ class Worker::Impl {
   Histogram* fetch_seconds_ = nullptr;
   std::unique_ptr<store::FeedReader> feed_;
   bool paused_ = false;  // by the API: no new fetches start
+  std::unique_ptr<dedupe::NearDupIndex> near_dups_;
+  std::unordered_map<uint64_t, std::string> simhash_urls_;
 
   std::unordered_map<std::string, HostState> hosts_;
   // Redirect-discovered URL -> the URL that redirected to it, to tell a
@@ -391,6 +395,12 @@ Status Worker::Impl::Init() {
   dopt.expected_urls =
       std::max<uint64_t>(1'000'000, config_.crawl.max_pages * 20);
   if (seen_store_ == nullptr) seen_ = std::make_unique<dedupe::SeenSet>(dopt);
+  if (config_.store.near_duplicate_bits > 0) {
+    dedupe::Options no;
+    no.near_dup_max_distance = config_.store.near_duplicate_bits;
+    no.near_dup_max_entries = 1 << 20;
+    near_dups_ = std::make_unique<dedupe::NearDupIndex>(no);
+  }
 
   dns::Options dnso;
   dnso.servers = config_.dns.servers;
@@ -815,6 +825,7 @@ std::string Worker::Impl::Record(const Job& job,
   rec.response_head = response.response_head;
   rec.body = &response.body;
   rec.flags.noindex = processed.noindex;
+  rec.flags.near_duplicate_of = processed.near_duplicate_of;
   if (response.truncated) {
     rec.truncated =
         response.error == fetcher::ErrorClass::kTimeout ? "time" : "length";
@@ -1091,6 +1102,21 @@ Worker::Impl::Processed Worker::Impl::Process(
                      config_.crawl.robots_token, &page_);
   out.parsed = true;
   if (page_.invalid_links > 0) Count("invalid_url", page_.invalid_links);
+  if (near_dups_ != nullptr && !replaying_ && page_.text.size() >= 200) {
+    // Near-duplicates (same template, a changed date or counter) are
+    // flagged for indexers, not dropped: they may differ where it matters.
+    const uint64_t h = dedupe::SimHash(page_.text);
+    if (std::optional<uint64_t> near = near_dups_->FindNear(h)) {
+      auto it = simhash_urls_.find(*near);
+      out.near_duplicate_of = it != simhash_urls_.end() ? it->second : "?";
+      Count("near_duplicates");
+    } else {
+      near_dups_->Insert(h);
+      if (simhash_urls_.size() < near_dups_->capacity()) {
+        simhash_urls_.emplace(h, job.fetch_url);
+      }
+    }
+  }
   out.noindex = out.noindex || page_.meta_noindex;
   out.nofollow = out.nofollow || page_.meta_nofollow;
   if (out.noindex) Count("noindex_pages");
@@ -1102,8 +1128,8 @@ void Worker::Impl::FollowLinks(const Job& job, const Processed& processed,
   if (!processed.parsed) return;
   const parser::Page& page = page_;
   if (config_.store.write_metadata && !response_id.empty()) {
-    WriteMetadata(job, response_id, page, processed.noindex,
-                  processed.nofollow);
+    WriteMetadata(job, response_id, page, processed.noindex, processed.nofollow,
+                  processed.near_duplicate_of);
   }
   if (config_.store.conversion_records && !response_id.empty() &&
       !page.text.empty()) {
@@ -1167,13 +1193,19 @@ void Worker::Impl::FollowLinks(const Job& job, const Processed& processed,
 
 void Worker::Impl::WriteMetadata(const Job& job, const std::string& response_id,
                                  const parser::Page& page, bool noindex,
-                                 bool nofollow) {
+                                 bool nofollow,
+                                 const std::string& near_duplicate_of) {
   // application/warc-fields, as Heritrix writes it: one outlink per line,
   // plus the page-level robots flags indexers must honour.
   std::string block;
   block.reserve(64 + page.links.size() * 80);
   if (noindex) block += "robots: noindex\r\n";
   if (nofollow) block += "robots: nofollow\r\n";
+  if (!near_duplicate_of.empty()) {
+    block += "near-duplicate-of: ";
+    block += near_duplicate_of;
+    block += "\r\n";
+  }
   if (!page.canonical.empty()) {
     block += "canonical: ";
     block += page.canonical;

@@ -2,6 +2,7 @@
 trap limits, processing by content type, path ascending and rel=nofollow,
 judged by the webfarm's request log and the WARCs.
 """
+import json
 import os
 import re
 import signal
@@ -341,3 +342,34 @@ class DuplicateBodies(unittest.TestCase):
             self.assertEqual(result.count("revisits"), pairs)
             verify = crawl_util.crawlctl("warc", "verify", *result.warc_files())
             self.assertEqual(verify.returncode, 0, verify.stdout + verify.stderr)
+
+    def test_near_duplicates_are_flagged_with_the_original(self):
+        # Host 1 mirrors host 0: same text, links naming the mirror, so the
+        # bodies differ but their text does not.
+        cfg = small_farm('[[profile]]\nhosts = 1\nmirror_of = 0\n',
+                         hosts=2, pages=12)
+        with harness.Webfarm(cfg) as farm, \
+                harness.Dnsmasq(farm.hosts_file) as dns:
+            result = crawl_util.run_crawl(farm, dns)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            flagged = {}
+            for path in os.listdir(os.path.join(result.data_dir, "index")):
+                if not path.endswith(".cdxj"):
+                    continue
+                with open(os.path.join(result.data_dir, "index", path)) as f:
+                    for line in f:
+                        j = json.loads(line.split(" ", 2)[2])
+                        if j.get("near_duplicate_of"):
+                            flagged[j["url"]] = j["near_duplicate_of"]
+            self.assertGreater(len(flagged), 5, flagged)
+            self.assertEqual(result.count("near_duplicates"), len(flagged))
+            for url, original in flagged.items():
+                # The twin on the other host, same path.
+                self.assertNotEqual(url.split("/")[2], original.split("/")[2])
+                self.assertEqual(url.split("/", 3)[3],
+                                 original.split("/", 3)[3])
+            # The metadata record says it too.
+            metas = [r for r in result.records()
+                     if r["headers"].get("warc-type") == "metadata"
+                     and b"near-duplicate-of: " in r["block"]]
+            self.assertEqual(len(metas), len(flagged))
