@@ -10,6 +10,7 @@ page over the same pages (bench/gumbo_floor on the crawl's WARCs).
 usage: bench/e2e.py [--build build/bench] [--workload small|medium|large]...
 """
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -29,7 +30,7 @@ WORKLOADS = {
 }
 
 
-def run(workload, build, keep):
+def run(workload, build, keep, settings=None):
     os.environ["CRAWLD_BUILD_DIR"] = os.path.abspath(build)
     import crawl_util
     import harness
@@ -57,7 +58,8 @@ seeds = "all"
                     **{"politeness.min_delay_ms": 0,
                        "politeness.delay_factor": 0.0,
                        "fetch.max_connections": 128,
-                       "crawl.progress_interval_s": 10.0}))
+                       "crawl.progress_interval_s": 10.0,
+                       **(settings or {})}))
             cmd = [harness.binary("crawld"), "--config", config,
                    "--seeds", farm.seeds_file]
             t0 = time.monotonic()
@@ -99,9 +101,16 @@ def main():
     ap.add_argument("--build", default="build/bench")
     ap.add_argument("--workload", action="append", choices=sorted(WORKLOADS))
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a config override, e.g. store.gzip_level=1 "
+                         "(TOML value: true, 3, 0.5, \"text\")")
     args = ap.parse_args()
+    settings = {}
+    for kv in args.set:
+        key, _, value = kv.partition("=")
+        settings[key] = json.loads(value)
     for w in args.workload or ["small"]:
-        run(w, args.build, args.keep)
+        run(w, args.build, args.keep, settings)
 
 
 if __name__ == "__main__":
