@@ -55,7 +55,8 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& pool,
         if (!s.empty() && pos < s.size()) s.erase(pos, 1 + rng() % 16);
         break;
       case 3:  // flip a byte
-        if (pos < s.size()) s[pos] = static_cast<char>(s[pos] ^ (1 << (rng() % 8)));
+        if (pos < s.size())
+          s[pos] = static_cast<char>(s[pos] ^ (1 << (rng() % 8)));
         break;
       case 4: {  // splice a piece of another input
         const std::string& other = pool[rng() % pool.size()];
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
     RunOne(input);
     if (rng() % 16 == 0 && pool.size() < 4096) pool.push_back(std::move(input));
   }
-  std::printf("fuzz driver: %zu seeds, %ld mutations, no crash\n",
-              pool.size(), done);
+  std::printf("fuzz driver: %zu seeds, %ld mutations, no crash\n", pool.size(),
+              done);
   return 0;
 }
