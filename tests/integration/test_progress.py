@@ -11,10 +11,12 @@ import os
 import pty
 import re
 import select
+import socket
 import subprocess
 import tempfile
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 import crawl_util
@@ -198,6 +200,63 @@ class Metrics(unittest.TestCase):
                 samples[("crawld_fetch_duration_seconds_bucket",
                          frozenset({("le", "+Inf")}))], count)
             self.assertEqual(samples[("crawld_paused", frozenset())], 1)
+
+
+class BadRequests(unittest.TestCase):
+    """A malformed request gets a JSON error and never harms the crawl."""
+
+    def test_malformed_requests_are_refused_and_the_crawl_completes(self):
+        with harness.Webfarm(FARM) as farm, \
+                harness.Dnsmasq(farm.hosts_file) as dns:
+            data = tempfile.mkdtemp(prefix="crawld-bad-")
+            proc = start(farm, dns, data, **{"politeness.min_delay_ms": 50})
+            try:
+                url_file = os.path.join(data, "run", "admin.url")
+                deadline = time.monotonic() + 30
+                while not os.path.exists(url_file):
+                    self.assertLess(time.monotonic(), deadline)
+                    time.sleep(0.05)
+                with open(url_file) as f:
+                    base = f.read().strip()
+
+                def post(path, body):
+                    req = urllib.request.Request(base + path, data=body,
+                                                 method="POST")
+                    try:
+                        with urllib.request.urlopen(req, timeout=10) as r:
+                            return r.status, json.loads(r.read())
+                    except urllib.error.HTTPError as e:
+                        return e.code, json.loads(e.read())
+
+                for path, body in (("/api/seeds", b"{not json"),
+                                   ("/api/seeds", b'{"urls": "x"}'),
+                                   ("/api/rules/test", b"[]"),
+                                   ("/api/rules/test", b'{"url": 5}')):
+                    status, j = post(path, body)
+                    self.assertEqual(status, 400, (path, body, j))
+                    self.assertEqual(j["status"], 400)
+                    self.assertTrue(j["error"])
+                status, j = post("/api/nowhere", b"{}")
+                self.assertEqual((status, j["status"]), (404, 404))
+                # Garbage on a raw socket: 400, then the connection closes.
+                host, port = base[len("http://"):].rsplit(":", 1)
+                with socket.create_connection((host, int(port)), 10) as s:
+                    s.sendall(b"\x00\x01 NOT HTTP\r\n\r\n")
+                    reply = b""
+                    while True:
+                        chunk = s.recv(4096)
+                        if not chunk:
+                            break
+                        reply += chunk
+                self.assertTrue(reply.startswith(b"HTTP/1.1 400"), reply[:80])
+                proc.wait(timeout=120)
+            finally:
+                harness.stop_process(proc)
+            self.assertEqual(proc.returncode, 0)
+            with open(os.path.join(data, "summary.json")) as f:
+                summary = json.load(f)
+            self.assertEqual(summary["stop_reason"], "done")
+            self.assertEqual(summary["pages"], len(farm.manifest()))
 
 
 if __name__ == "__main__":
