@@ -4,8 +4,12 @@
 //   crawlctl warc verify FILE...      OK/BAD per file; exit 0, 1 defects, 2 I/O
 //   crawlctl warc ls [--json] FILE    one line per record
 //   crawlctl warc get URL FILE...     block of the first response for URL
+//   crawlctl warc get URL --data DIR  the same, found through the CDXJ index
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +25,7 @@ constexpr char kUsage[] =
     "usage: crawlctl warc verify FILE...\n"
     "       crawlctl warc ls [--json] FILE\n"
     "       crawlctl warc get URL FILE...\n"
+    "       crawlctl warc get URL --data DIR\n"
     "\n"
     "verify  check structure, lengths, digests and record ids of each file;\n"
     "        prints 'OK <file> <n> records' or one 'BAD <file>: <defect>'\n"
@@ -29,7 +34,8 @@ constexpr char kUsage[] =
     "        http-status content-length ('-' when absent); --json prints one\n"
     "        JSON object per line instead\n"
     "get     writes the block (HTTP head + payload) of the first response\n"
-    "        record whose WARC-Target-URI is URL to stdout\n"
+    "        record whose WARC-Target-URI is URL to stdout; with --data DIR\n"
+    "        the CDXJ index in DIR/index finds it without reading whole files\n"
     "\n"
     "exit codes: 0 success, 1 defects found (verify, ls) or URL not found\n"
     "(get), 2 usage or I/O error\n";
@@ -186,6 +192,63 @@ int Get(const std::string& url, const std::vector<std::string>& files) {
   return rc;
 }
 
+// With a data directory: the CDXJ index names the file and offset of the
+// URL's records, so one gzip member is read instead of whole files.
+int GetIndexed(const std::string& url, const std::string& data) {
+  std::vector<std::string> indexes;
+  std::error_code ec;
+  for (const auto& e :
+       std::filesystem::directory_iterator(data + "/index", ec)) {
+    if (e.path().extension() == ".cdxj") indexes.push_back(e.path().string());
+  }
+  if (ec) {
+    std::fprintf(stderr, "crawlctl warc get: %s/index: %s\n", data.c_str(),
+                 ec.message().c_str());
+    return 2;
+  }
+  std::sort(indexes.begin(), indexes.end());
+  for (const std::string& index : indexes) {
+    auto entries = store::LookupCdxj(index, url);
+    if (!entries.ok()) {
+      std::fprintf(stderr, "crawlctl warc get: %s\n",
+                   entries.status().ToString().c_str());
+      continue;
+    }
+    for (const store::CdxjEntry& e : *entries) {
+      if (e.revisit || e.url != url) continue;
+      const std::string path = data + "/warc/" + e.filename;
+      std::ifstream in(path, std::ios::binary);
+      std::string bytes(e.length, '\0');
+      if (!in.seekg(static_cast<std::streamoff>(e.offset)) ||
+          !in.read(bytes.data(), static_cast<std::streamsize>(e.length))) {
+        std::fprintf(stderr,
+                     "crawlctl warc get: %s: cannot read %llu bytes "
+                     "at %llu\n",
+                     path.c_str(), static_cast<unsigned long long>(e.length),
+                     static_cast<unsigned long long>(e.offset));
+        return 2;
+      }
+      auto reader = store::WarcReader::FromString(std::move(bytes));
+      store::Record rec;
+      auto more = reader->Next(&rec);
+      if (!more.ok() || !*more || rec.type() != "response" ||
+          rec.Header("WARC-Target-URI") != url) {
+        std::fprintf(stderr,
+                     "crawlctl warc get: %s: the index points at no "
+                     "response record for %s at %llu\n",
+                     path.c_str(), url.c_str(),
+                     static_cast<unsigned long long>(e.offset));
+        return 1;
+      }
+      std::fwrite(rec.block.data(), 1, rec.block.size(), stdout);
+      return std::fflush(stdout) == 0 ? 0 : 2;
+    }
+  }
+  std::fprintf(stderr, "crawlctl warc get: no response record for %s\n",
+               url.c_str());
+  return 1;
+}
+
 }  // namespace
 
 int RunWarcCommand(int argc, char** argv) {
@@ -194,11 +257,14 @@ int RunWarcCommand(int argc, char** argv) {
   if (IsHelp(sub)) return Usage(stdout, 0);
   std::vector<std::string> args;
   bool json = false;
+  std::string data;
   for (int i = 2; i < argc; ++i) {
     std::string_view a = argv[i];
     if (IsHelp(a)) return Usage(stdout, 0);
     if (a == "--json" && sub == "ls") {
       json = true;
+    } else if (a == "--data" && sub == "get" && i + 1 < argc) {
+      data = argv[++i];
     } else if (a.size() > 1 && a[0] == '-' && a != "-") {
       std::fprintf(stderr, "crawlctl warc %s: unknown option %s\n", argv[1],
                    argv[i]);
@@ -216,6 +282,10 @@ int RunWarcCommand(int argc, char** argv) {
     return List(args[0], json);
   }
   if (sub == "get") {
+    if (!data.empty()) {
+      if (args.size() != 1) return Usage(stderr, 2);
+      return GetIndexed(args[0], data);
+    }
     if (args.size() < 2) return Usage(stderr, 2);
     return Get(args[0], {args.begin() + 1, args.end()});
   }

@@ -125,6 +125,30 @@ class IndexerRestarts(unittest.TestCase):
             self.assertEqual(verify.returncode, 0,
                              verify.stdout + verify.stderr)
 
+            # crawlctl warc get through the index returns the very block the
+            # WARC holds, as the scan of whole files does.
+            blocks = {}
+            for path in warcs:
+                for rec in crawl_util.read_warc(path):
+                    h = rec["headers"]
+                    if h.get("warc-type") == "response":
+                        blocks.setdefault(h["warc-target-uri"], rec["block"])
+            for url in sorted(blocks)[:20]:
+                got = subprocess.run(
+                    [harness.binary("crawlctl"), "warc", "get", url,
+                     "--data", data], capture_output=True, timeout=60)
+                self.assertEqual(got.returncode, 0, got.stderr)
+                self.assertEqual(got.stdout, blocks[url], url)
+                scan = subprocess.run(
+                    [harness.binary("crawlctl"), "warc", "get", url, *warcs],
+                    capture_output=True, timeout=60)
+                self.assertEqual(scan.stdout, got.stdout, url)
+            missing = subprocess.run(
+                [harness.binary("crawlctl"), "warc", "get",
+                 "http://nowhere.test/", "--data", data],
+                capture_output=True, timeout=60)
+            self.assertEqual(missing.returncode, 1)
+
 
 if __name__ == "__main__":
     unittest.main()
