@@ -45,7 +45,10 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
     log="$corpus.log"
     # A finding prints the invariant, the stack and the input (base64); keep
     # all of it on failure so CI's log says what broke.
-    if ! "build/fuzz/tests/fuzz/$f" -max_total_time="$FUZZ_SECONDS" \
+    # Leaks inside system libraries we cannot fix are suppressed by name
+    # (tests/fuzz/lsan.supp says which and why); ours are still reported.
+    if ! LSAN_OPTIONS="suppressions=$ROOT/tests/fuzz/lsan.supp" \
+      "build/fuzz/tests/fuzz/$f" -max_total_time="$FUZZ_SECONDS" \
       -max_len=65536 -rss_limit_mb=2048 -print_final_stats=0 \
       -artifact_prefix="$corpus/" "${dict[@]}" "$corpus" >"$log" 2>&1; then
       grep -a -v '^#[0-9]' "$log" | tail -n 60
