@@ -17,6 +17,8 @@
 #include <system_error>
 #include <variant>
 
+#include "conf/read_file.h"
+
 // Debian ships toml++ as a shared library built with exceptions (the
 // toml::v3::ex ABI); TOML_EXCEPTIONS=0 here would not link against it. So we
 // parse with exceptions on and catch everything inside this file.
@@ -1184,38 +1186,9 @@ Result<Config> ParseConfig(std::string_view toml_text,
 }
 
 Result<Config> LoadConfigFile(const std::string& path) {
-  constexpr size_t kMaxFileBytes = 4u << 20;
-  if (path.find('\0') != std::string::npos) {
-    return Status::IOError(path + ": path contains a NUL byte");
-  }
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    return Status::IOError(path + ": " +
-                           std::generic_category().message(errno));
-  }
-  std::string text;
-  char buf[65536];
-  bool too_large = false;
-  for (;;) {
-    size_t n = std::fread(buf, 1, sizeof(buf), f);
-    text.append(buf, n);
-    if (text.size() > kMaxFileBytes) {
-      too_large = true;
-      break;
-    }
-    if (n < sizeof(buf)) break;
-  }
-  const bool failed = std::ferror(f) != 0;
-  const int err = errno;  // from the failed read, e.g. EISDIR
-  std::fclose(f);
-  if (failed) {
-    return Status::IOError(path + ": " + std::generic_category().message(err));
-  }
-  if (too_large) {
-    return Status::IOError(path + ": larger than " +
-                           std::to_string(kMaxFileBytes) + " bytes");
-  }
-  return ParseConfig(text, path);
+  auto text = internal::ReadSmallFile(path, 4u << 20);
+  if (!text.ok()) return text.status();
+  return ParseConfig(*text, path);
 }
 
 Status Validate(const Config& config) {

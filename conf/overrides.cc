@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "conf/read_file.h"
 #include "url/url.h"
 
 namespace crawld::conf {
@@ -303,31 +304,9 @@ Result<std::unique_ptr<Overrides>> Overrides::Parse(
 }
 
 Result<std::unique_ptr<Overrides>> Overrides::Load(const std::string& path) {
-  constexpr size_t kMaxFileBytes = 4u << 20;
-  if (path.find('\0') != std::string::npos) {
-    return Status::IOError(path + ": path contains a NUL byte");
-  }
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    return Status::IOError(path + ": " +
-                           std::generic_category().message(errno));
-  }
-  std::string text;
-  char buf[65536];
-  size_t n = 0;
-  bool too_big = false;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
-    text.append(buf, n);
-    if (text.size() > kMaxFileBytes) {
-      too_big = true;
-      break;
-    }
-  }
-  const bool read_error = std::ferror(f) != 0;
-  std::fclose(f);
-  if (too_big) return Status::IOError(path + ": larger than 4 MiB");
-  if (read_error) return Status::IOError(path + ": read error");
-  return Parse(text, path);
+  auto text = internal::ReadSmallFile(path, 4u << 20);
+  if (!text.ok()) return text.status();
+  return Parse(*text, path);
 }
 
 std::unique_ptr<Overrides> Overrides::None() {
