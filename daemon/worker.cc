@@ -1488,6 +1488,7 @@ constexpr char kMetaRobots[] = "meta/robots_fetches";
 constexpr char kMetaWarcFile[] = "meta/warc_file";
 constexpr char kMetaWarcSize[] = "meta/warc_size";
 constexpr char kMetaInflight[] = "meta/inflight";
+constexpr char kMetaDone[] = "meta/done";
 constexpr char kCountPrefix[] = "count/";
 
 uint64_t ToU64(const std::optional<std::string>& v) {
@@ -1562,6 +1563,13 @@ Status Worker::Impl::Checkpoint(const char* why) {
                 '\t' + std::to_string(it.redirects) + '\n';
   }
   b.Put(kMetaInflight, inflight);
+  // Recorded URLs still waiting in the queues to be skipped: the queues are
+  // checkpointed with them, so the skip list must be too (else a second
+  // crash before they come out fetches them again).
+  std::string done;
+  done.reserve(done_.size() * 17);
+  for (uint64_t fp : done_) done += std::to_string(fp) + '\n';
+  b.Put(kMetaDone, done);
   for (const auto& [k, v] : counts_) {
     b.Put(std::string(kCountPrefix) + k, std::to_string(v));
   }
@@ -1594,6 +1602,14 @@ Status Worker::Impl::Recover() {
         return true;
       });
   if (!scan.ok()) return scan;
+  const std::string done = get(kMetaDone).value_or("");
+  for (size_t a = 0; a < done.size();) {
+    size_t nl = done.find('\n', a);
+    if (nl == std::string::npos) nl = done.size();
+    if (nl > a)
+      done_.insert(strtoull(done.substr(a, nl - a).c_str(), nullptr, 10));
+    a = nl + 1;
+  }
   // In flight at the checkpoint: back to the head of their queues.
   uint64_t requeued = 0;
   const std::string inflight = get(kMetaInflight).value_or("");
