@@ -236,6 +236,14 @@ class Exchange {
   // Seals every partial batch now (e.g. before a checkpoint or shutdown).
   virtual void Flush() = 0;
 
+  // Calls `fn` with every URL accepted by Send and not yet acknowledged, in
+  // send order per destination. A checkpoint saves them: after a crash of
+  // this process they are sent again (the receiver's seen test drops the
+  // ones that did arrive), so a kill loses none.
+  virtual void ForEachUnacked(
+      const std::function<void(int to_worker, const UrlMessage& m)>& fn)
+      const = 0;
+
   virtual ExchangeStats stats() const = 0;
 
   // Test hook: drops every connection as a crash of the network would.

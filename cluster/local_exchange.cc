@@ -190,6 +190,26 @@ class LocalExchange final : public Exchange {
     for (int w = 0; w < ex_.workers; ++w) Seal(w);
   }
 
+  void ForEachUnacked(const std::function<void(int, const UrlMessage&)>& fn)
+      const override {
+    std::vector<UrlMessage> urls;
+    for (int w = 0; w < ex_.workers; ++w) {
+      const Peer& p = peers_[static_cast<size_t>(w)];
+      for (const Outgoing& o : p.unacked) {
+        // The frame is ours (5-byte header, then the batch), so it decodes.
+        wire::BatchHeader h;
+        urls.clear();
+        if (!wire::DecodeBatch(std::string_view(*o.frame).substr(5), &h, &urls,
+                               UINT32_MAX)
+                 .ok()) {
+          continue;
+        }
+        for (const UrlMessage& m : urls) fn(w, m);
+      }
+      for (const UrlMessage& m : p.building) fn(w, m);
+    }
+  }
+
   ExchangeStats stats() const override { return stats_; }
 
   void TEST_DropConnections() override {

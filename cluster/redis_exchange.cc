@@ -282,6 +282,21 @@ class RedisExchange final : public Exchange {
     for (int w = 0; w < ex_.workers; ++w) Seal(w);
   }
 
+  void ForEachUnacked(const std::function<void(int, const UrlMessage&)>& fn)
+      const override {
+    std::vector<UrlMessage> urls;
+    for (int w = 0; w < ex_.workers; ++w) {
+      const Dest& d = dests_[static_cast<size_t>(w)];
+      for (const Sealed& s : d.queue) {
+        wire::BatchHeader h;
+        urls.clear();
+        if (!wire::DecodeBatch(*s.blob, &h, &urls, UINT32_MAX).ok()) continue;
+        for (const UrlMessage& m : urls) fn(w, m);
+      }
+      for (const UrlMessage& m : d.building) fn(w, m);
+    }
+  }
+
   ExchangeStats stats() const override { return stats_; }
 
   void TEST_DropConnections() override {

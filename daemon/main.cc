@@ -1,6 +1,7 @@
-// crawld: the crawler daemon. This first version runs one worker in the
-// foreground; the supervisor with W worker processes comes with the cluster
-// work (ARCHITECTURE.md, Processes).
+// crawld: the crawler daemon. With one worker (workers.count = 1) the crawl
+// runs in this process; with more, this process is the supervisor
+// (daemon/supervisor.h) and starts itself again in worker mode (--worker,
+// internal) once per worker.
 //
 // Exit codes: 0 the crawl ended (done, a limit, or a signal); 1 a fatal
 // runtime error (e.g. data directory not writable); 2 bad command line or
@@ -9,6 +10,7 @@
 #include <curl/curl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -22,6 +24,7 @@
 #include "conf/overrides.h"
 #include "conf/rules.h"
 #include "daemon/seeds.h"
+#include "daemon/supervisor.h"
 #include "daemon/worker.h"
 
 namespace {
@@ -42,6 +45,7 @@ constexpr char kUsage[] =
     "  --max-pages N   page limit (overrides crawl.max_pages)\n"
     "  --print-config  print the effective config as TOML and exit\n"
     "  --quiet         no progress line\n"
+    "  --workers N     worker processes (overrides workers.count)\n"
     "\n"
     "exit codes: 0 crawl ended, 1 fatal runtime error, 2 bad usage/config\n";
 
@@ -58,6 +62,17 @@ int main(int argc, char** argv) {
   std::vector<std::string> extra_seeds;
   long long max_pages = -1;
   bool print_config = false, quiet = false;
+  // Worker mode (started by the supervisor): -1 = not a worker.
+  int worker_id = -1, workers = -1, control_fd = -1;
+  auto to_int = [](const std::string& v, const char* what, int min) {
+    char* end = nullptr;
+    long n = strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || n < min || n > 65535) {
+      fprintf(stderr, "crawld: %s: not a valid number: %s\n", what, v.c_str());
+      exit(2);
+    }
+    return static_cast<int>(n);
+  };
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     auto need_value = [&](std::string* out) {
@@ -88,6 +103,15 @@ int main(int argc, char** argv) {
         fprintf(stderr, "crawld: --max-pages: not a count: %s\n", v.c_str());
         return 2;
       }
+    } else if (a == "--workers") {
+      need_value(&v);
+      workers = to_int(v, "--workers", 1);
+    } else if (a == "--worker") {
+      need_value(&v);
+      worker_id = to_int(v, "--worker", 0);
+    } else if (a == "--control-fd") {
+      need_value(&v);
+      control_fd = to_int(v, "--control-fd", 0);
     } else if (a == "--print-config") {
       print_config = true;
     } else if (a == "--quiet") {
@@ -109,6 +133,14 @@ int main(int argc, char** argv) {
   if (!data_dir.empty()) config->crawl.data_dir = data_dir;
   if (max_pages >= 0)
     config->crawl.max_pages = static_cast<uint64_t>(max_pages);
+  if (workers > 0) config->workers.count = workers;
+  // 0 means "automatic": one worker for now (see docs/CLUSTER.md).
+  const int worker_count = std::max(1, config->workers.count);
+  if (worker_id >= worker_count) {
+    fprintf(stderr, "crawld: --worker %d: only %d workers\n", worker_id,
+            worker_count);
+    return 2;
+  }
   if (crawld::Status s = crawld::conf::Validate(*config); !s.ok()) {
     fprintf(stderr, "crawld: %s\n", s.message().c_str());
     return 2;
@@ -166,8 +198,10 @@ int main(int argc, char** argv) {
             ec.message().c_str());
     return 1;
   }
-  // The frozen copy of the config the crawl ran with.
-  if (!WriteFile(data + "/crawl.toml", crawld::conf::ToToml(*config))) {
+  // The frozen copy of the config the crawl ran with (a worker was started
+  // with it).
+  if (worker_id < 0 &&
+      !WriteFile(data + "/crawl.toml", crawld::conf::ToToml(*config))) {
     fprintf(stderr, "crawld: cannot write %s/crawl.toml: %s\n", data.c_str(),
             strerror(errno));
     return 1;
@@ -185,11 +219,68 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // Fewer workers than the data directory was crawled with would strand
+  // the queues of the missing ones: refused, nothing started.
+  if (worker_id < 0) {
+    for (int k = worker_count; k < 65536; ++k) {
+      const std::string state =
+          data + "/worker-" + std::to_string(k) + "/state/CURRENT";
+      if (!std::filesystem::exists(state, ec)) break;
+      if (config->checkpoint.resume) {
+        fprintf(stderr,
+                "crawld: %s holds the state of worker %d: this crawl ran "
+                "with more than %d workers; resume it with at least %d "
+                "(fewer is not supported yet) or set checkpoint.resume = "
+                "false to start afresh\n",
+                data.c_str(), k, worker_count, k + 1);
+        return 2;
+      }
+    }
+  }
+
+  int rc = 0;
+  if (worker_id < 0 && worker_count > 1) {
+    crawld::daemon::SupervisorOptions so;
+    so.config = *config;
+    so.workers = worker_count;
+    so.config_file = data + "/crawl.toml";
+    so.seeds_file = data + "/run/seeds.txt";
+    std::filesystem::create_directories(data + "/run", ec);
+    std::string seed_lines;
+    for (const std::string& u : seeds.urls) seed_lines += u + "\n";
+    if (!WriteFile(so.seeds_file, seed_lines)) {
+      fprintf(stderr, "crawld: cannot write %s: %s\n", so.seeds_file.c_str(),
+              strerror(errno));
+      return 1;
+    }
+    std::error_code self_ec;
+    so.crawld_path = std::filesystem::read_symlink("/proc/self/exe", self_ec);
+    if (self_ec) so.crawld_path = argv[0];
+    so.progress = quiet ? nullptr : stderr;
+    so.progress_tty = !quiet && isatty(fileno(stderr));
+    auto summary = crawld::daemon::RunSupervisor(so);
+    if (!summary.ok()) {
+      fprintf(stderr, "crawld: %s\n", summary.status().ToString().c_str());
+      rc = 1;
+    } else {
+      fputs(summary->ToText().c_str(), stdout);
+      WriteFile(data + "/summary.json", summary->ToJson());
+      if (summary->stop_reason == "worker_failed") rc = 1;
+    }
+    ares_library_cleanup();
+    curl_global_cleanup();
+    return rc;
+  }
+
   wo.config = *config;
   wo.seeds = std::move(seeds.urls);
   wo.progress = quiet ? nullptr : stderr;
   wo.progress_tty = !quiet && isatty(fileno(stderr));
-  int rc = 0;
+  if (worker_id >= 0) {
+    wo.worker_id = worker_id;
+    wo.workers = worker_count;
+    wo.control_fd = control_fd;
+  }
   {
     auto worker = crawld::daemon::Worker::Create(wo);
     if (!worker.ok()) {
@@ -201,8 +292,15 @@ int main(int argc, char** argv) {
         fprintf(stderr, "crawld: %s\n", summary.status().ToString().c_str());
         rc = 1;
       } else {
-        fputs(summary->ToText().c_str(), stdout);
-        WriteFile(data + "/summary.json", summary->ToJson());
+        if (worker_id < 0) {
+          fputs(summary->ToText().c_str(), stdout);
+          WriteFile(data + "/summary.json", summary->ToJson());
+        } else {
+          // The supervisor sums these.
+          WriteFile(
+              data + "/worker-" + std::to_string(worker_id) + "/summary.json",
+              summary->ToJson());
+        }
         if (summary->stop_reason == "store_error") rc = 1;
       }
     }

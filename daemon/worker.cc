@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <uv.h>
 #include <xxhash.h>
 
@@ -10,13 +11,16 @@
 #include <cinttypes>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <filesystem>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "checkpoint/checkpoint.h"
+#include "cluster/cluster.h"
 #include "conf/overrides.h"
+#include "conf/read_file.h"
 #include "conf/rules.h"
 #include "daemon/admin.h"
 #include "daemon/event_log.h"
@@ -183,7 +187,10 @@ class Worker::Impl {
   Status Checkpoint(const char* why);
   Status Recover();
   void ReplayRecord(const store::Record& rec);
+  // This worker's WARC files (the worker id is in the name), oldest first.
+  std::vector<std::string> OwnWarcFiles() const;
   bool resumed_ = false;
+  int previous_workers_ = 1;  // the worker count of the checkpoint
   // The admin API on this loop (docs/API.md).
   Status StartAdmin();
   std::string StateName() const;
@@ -242,6 +249,46 @@ class Worker::Impl {
   bool paused_ = false;  // by the API: no new fetches start
   std::unique_ptr<dedupe::NearDupIndex> near_dups_;
   std::unordered_map<uint64_t, std::string> simhash_urls_;
+
+  // --- One of several workers (WorkerOptions::workers > 1) ---
+  // A URL of a host another worker owns goes there through the exchange;
+  // what the exchange refuses (back-pressure) waits in overflow_, and no
+  // new fetch starts until it drained. Received URLs are appended to
+  // inbox_log_ before they are acknowledged, and replayed after a crash
+  // (the log is emptied at each checkpoint, which then holds them).
+  void RouteOut(int to, cluster::UrlMessage m);
+  void OnInbox(int from, std::vector<cluster::UrlMessage>&& batch,
+               cluster::AckFn ack);
+  void Admit(const cluster::UrlMessage& m);
+  void DrainOverflow(int to);
+  std::string OutboxText() const;
+  void ResendOutbox(const std::string& text);
+  void ReplayInboxLog();
+  Status StartControl();
+  void OnControlLine(std::string_view line);
+  void Report();
+  void Rebalance();
+  bool Owns(std::string_view host) const;
+  bool Idle() const;
+  std::unique_ptr<cluster::Ring> ring_;
+  std::unique_ptr<cluster::Exchange> exchange_;
+  std::vector<std::deque<cluster::UrlMessage>> overflow_;
+  size_t overflow_urls_ = 0;
+  std::string final_outbox_;  // the outbox as the exchange closed
+  FILE* inbox_log_ = nullptr;
+  std::string inbox_log_path_;
+  uv_pipe_t control_{};
+  bool control_open_ = false;
+  std::string control_buf_;
+  uv_timer_t report_timer_{};
+  uv_timer_t exchange_close_timer_{};
+  bool go_ = true;  // the supervisor said go (or there is none)
+  // URLs received before go: admitted at go, after every handover's
+  // fetched-page marks, so that none of those pages is queued again.
+  std::vector<cluster::UrlMessage> pre_go_;
+  void EnqueueSeeds();
+  bool ready_ = false;  // handover done and acknowledged
+  bool rebalanced_ = true;
 
   std::unordered_map<std::string, HostState> hosts_;
   // Redirect-discovered URL -> the URL that redirected to it, to tell a
@@ -328,6 +375,7 @@ Worker::Impl::~Impl() {
     CloseAll();
     uv_run(&loop_, UV_RUN_DEFAULT);
   }
+  if (inbox_log_ != nullptr) fclose(inbox_log_);
   uv_loop_close(&loop_);
 }
 
@@ -343,7 +391,13 @@ Status Worker::Impl::Init() {
       return Status::IOError(data + "/" + sub + ": " + ec.message());
     }
   }
-  if (Status s = log_.Open(data + "/logs/crawld.jsonl"); !s.ok()) return s;
+  // One log per worker process: appends of several processes to one file
+  // would interleave.
+  const std::string log_name =
+      options_.workers > 1
+          ? "/logs/crawld-" + std::to_string(options_.worker_id) + ".jsonl"
+          : std::string("/logs/crawld.jsonl");
+  if (Status s = log_.Open(data + log_name); !s.ok()) return s;
   if (Status s = LoadRules(true); !s.ok()) return s;
 
   frontier::Options fo;
@@ -453,6 +507,32 @@ Status Worker::Impl::Init() {
   pump_timer_.data = progress_timer_.data = this;
   sigint_.data = sigterm_.data = sighup_.data = this;
   handles_open_ = true;
+  if (options_.workers > 1) {
+    ring_ =
+        std::make_unique<cluster::Ring>(options_.workers, cluster::Options());
+    cluster::LocalOptions lo;
+    lo.run_dir = data + "/run";
+    lo.exchange.self = options_.worker_id;
+    lo.exchange.workers = options_.workers;
+    auto ex = cluster::NewLocalExchange(&loop_, lo);
+    if (!ex.ok()) return ex.status();
+    exchange_ = std::move(ex).value();
+    overflow_.resize(static_cast<size_t>(options_.workers));
+    exchange_->SetInbox([this](int from,
+                               std::vector<cluster::UrlMessage>&& batch,
+                               cluster::AckFn ack) {
+      OnInbox(from, std::move(batch), std::move(ack));
+    });
+    exchange_->SetOnWritable([this](int to) {
+      DrainOverflow(to);
+      Pump();
+    });
+    if (state_ != nullptr) inbox_log_path_ = wdir + "/inbox.log";
+  }
+  if (options_.control_fd >= 0) {
+    go_ = false;
+    if (Status s = StartControl(); !s.ok()) return s;
+  }
   auto hist = metrics_.GetHistogram(
       "crawld_fetch_duration_seconds",
       "Time from request start to the end of the response body.", {});
@@ -470,10 +550,17 @@ Result<CrawlSummary> Worker::Impl::Run() {
   if (resumed_) {
     if (Status s = Recover(); !s.ok()) return s;
   }
-  // On a resume the seeds are known already (the seen store says so).
-  for (const std::string& seed : options_.seeds) {
-    Enqueue(seed, 0, 0, 1.0, 0, HostOf(seed));
+  if (ring_ != nullptr && resumed_ && previous_workers_ != options_.workers) {
+    Rebalance();
   }
+  if (!inbox_log_path_.empty()) {
+    // Replayed by Recover(); the checkpoint below holds what it had.
+    inbox_log_ = fopen(inbox_log_path_.c_str(), "a");
+    if (inbox_log_ == nullptr) {
+      return Status::IOError(inbox_log_path_ + ": " + strerror(errno));
+    }
+  }
+  if (go_) EnqueueSeeds();  // else at go
   if (state_ != nullptr) {
     // A first checkpoint at once: a crash before the first interval then
     // does not replay the previous run's records again.
@@ -566,7 +653,8 @@ void Worker::Impl::Pump() {
   // Jobs waiting at the IP gate hold a host slot but no connection; they
   // are bounded separately so one crowded address cannot pull in every
   // host that lives on it.
-  while (!stopping_ && !paused_ && active_ - ip_gate_.waiting() < max_active &&
+  while (!stopping_ && !paused_ && go_ && overflow_urls_ == 0 &&
+         active_ - ip_gate_.waiting() < max_active &&
          ip_gate_.waiting() < 4 * max_active) {
     if (config_.crawl.max_pages > 0 &&
         pages_ + active_ >= config_.crawl.max_pages) {
@@ -587,7 +675,7 @@ void Worker::Impl::ArmTimer(int64_t now_us) {
     return;
   }
   int64_t next = INT64_MAX;
-  if (!stopping_ && !paused_) {
+  if (!stopping_ && !paused_ && go_ && overflow_urls_ == 0) {
     next = frontier_->NextReadyUs();
     const size_t max_active =
         static_cast<size_t>(config_.fetch.max_connections);
@@ -1257,6 +1345,15 @@ bool Worker::Impl::Enqueue(std::string_view url_text, uint16_t depth,
         {{"url", std::string(canon->href())}, {"trap", std::string(trap)}});
     return false;
   }
+  if (ring_ != nullptr) {
+    // Another worker owns the host: it alone decides whether the URL is new.
+    const int owner = ring_->Owner(canon->host());
+    if (owner != options_.worker_id) {
+      RouteOut(owner,
+               cluster::UrlMessage{std::string(canon->href()), depth, credit});
+      return false;
+    }
+  }
   const uint64_t fp = url::Fingerprint(canon->href());
   const std::string host_key = canon->origin_key();
   if (!SeenInsert(host_key, fp)) {
@@ -1428,6 +1525,9 @@ void Worker::Impl::RequestStop(const std::string& reason) {
 void Worker::Impl::MaybeFinish() {
   if (finished_ || active_ > 0) return;
   if (!stopping_ && !frontier_->Idle()) return;
+  // With a supervisor, an empty frontier is not the end: other workers may
+  // still send URLs. The supervisor says stop when all are idle.
+  if (!stopping_ && options_.control_fd >= 0) return;
   if (!stopping_) {
     stopping_ = true;
     stop_reason_ = "done";
@@ -1457,6 +1557,26 @@ void Worker::Impl::CloseAll() {
           uv_close(reinterpret_cast<uv_handle_t*>(t), nullptr);
         },
         1, 0);
+  }
+  if (exchange_ != nullptr) {
+    // What is still unacknowledged goes into the exit checkpoint. Destroyed
+    // later, not here: CloseAll can run inside an exchange callback.
+    exchange_->Flush();
+    final_outbox_ = OutboxText();
+    uv_timer_init(&loop_, &exchange_close_timer_);
+    exchange_close_timer_.data = this;
+    uv_timer_start(
+        &exchange_close_timer_,
+        [](uv_timer_t* t) {
+          static_cast<Impl*>(t->data)->exchange_.reset();
+          uv_close(reinterpret_cast<uv_handle_t*>(t), nullptr);
+        },
+        1, 0);
+  }
+  if (control_open_) {
+    control_open_ = false;
+    uv_close(reinterpret_cast<uv_handle_t*>(&control_), nullptr);
+    uv_close(reinterpret_cast<uv_handle_t*>(&report_timer_), nullptr);
   }
   uv_close(reinterpret_cast<uv_handle_t*>(&pump_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&progress_timer_), nullptr);
@@ -1489,6 +1609,8 @@ constexpr char kMetaWarcFile[] = "meta/warc_file";
 constexpr char kMetaWarcSize[] = "meta/warc_size";
 constexpr char kMetaInflight[] = "meta/inflight";
 constexpr char kMetaDone[] = "meta/done";
+constexpr char kMetaOutbox[] = "meta/outbox";
+constexpr char kMetaWorkers[] = "meta/workers";
 constexpr char kCountPrefix[] = "count/";
 
 uint64_t ToU64(const std::optional<std::string>& v) {
@@ -1570,10 +1692,18 @@ Status Worker::Impl::Checkpoint(const char* why) {
   done.reserve(done_.size() * 17);
   for (uint64_t fp : done_) done += std::to_string(fp) + '\n';
   b.Put(kMetaDone, done);
+  b.Put(kMetaOutbox, OutboxText());
+  b.Put(kMetaWorkers, std::to_string(options_.workers));
   for (const auto& [k, v] : counts_) {
     b.Put(std::string(kCountPrefix) + k, std::to_string(v));
   }
   if (Status s = state_->Write(b); !s.ok()) return s;
+  // The checkpoint holds every URL received so far: the inbox log starts
+  // over (O_APPEND writes go to the new end).
+  if (inbox_log_ != nullptr) {
+    fflush(inbox_log_);
+    if (ftruncate(fileno(inbox_log_), 0) != 0) Count("inbox_log_failed");
+  }
   ++checkpoints_;
   log_.Write(Level::kInfo, "checkpoint",
              {{"why", why},
@@ -1595,6 +1725,8 @@ Status Worker::Impl::Recover() {
   robots_fetches_ = ToU64(get(kMetaRobots));
   const std::string warc_file = get(kMetaWarcFile).value_or("");
   const uint64_t warc_size = ToU64(get(kMetaWarcSize));
+  previous_workers_ =
+      std::max<int>(1, static_cast<int>(ToU64(get(kMetaWorkers))));
   Status scan = state_->ScanPrefix(
       kCountPrefix, [this](std::string_view k, std::string_view v) {
         counts_[std::string(k.substr(sizeof(kCountPrefix) - 1))] =
@@ -1637,18 +1769,13 @@ Status Worker::Impl::Recover() {
     if (frontier_->PushFront(f[0], std::move(item))) ++requeued;
   }
 
+  // Sent to other workers and not acknowledged at the checkpoint: again.
+  ResendOutbox(get(kMetaOutbox).value_or(""));
+
   // The WARC records after the checkpointed position, oldest first.
   const std::string dir = config_.crawl.data_dir + "/warc";
-  std::vector<std::string> files;
+  const std::vector<std::string> files = OwnWarcFiles();
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.ends_with(".warc.gz") &&
-        name.rfind(config_.store.warc_prefix + "-", 0) == 0) {
-      files.push_back(name);
-    }
-  }
-  std::sort(files.begin(), files.end());
   uint64_t replayed = 0, truncated = 0;
   replaying_ = true;
   for (const std::string& name : files) {
@@ -1677,6 +1804,7 @@ Status Worker::Impl::Recover() {
   }
   replaying_ = false;
   Count("recovered_records", replayed);
+  ReplayInboxLog();
   log_.Write(Level::kInfo, "recovered",
              {{"queued", std::to_string(frontier_->queued())},
               {"requeued_in_flight", std::to_string(requeued)},
@@ -2177,6 +2305,338 @@ std::string CrawlSummary::ToJson() const {
   }
   out += "}}\n";
   return out;
+}
+
+// --- one of several workers (docs/CLUSTER.md, "Worker processes") --------
+
+namespace {
+
+// A message with this depth carries a URL its previous owner fetched (a
+// rebalance): the new owner remembers it as seen and does not queue it.
+constexpr uint16_t kSeenMarkDepth = UINT16_MAX;
+
+// Outbox and inbox log lines: "worker \t depth \t credit \t url \n".
+void AppendMessageLine(std::string* out, int to, const cluster::UrlMessage& m) {
+  char head[64];
+  snprintf(head, sizeof(head), "%d\t%u\t%.17g\t", to,
+           static_cast<unsigned>(m.depth), m.credit);
+  *out += head;
+  *out += m.url;
+  *out += '\n';
+}
+
+template <typename Fn>
+void ForEachMessageLine(std::string_view text, Fn fn) {
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    // A line cut by a kill has no '\n': it was never acknowledged, so the
+    // sender still has it.
+    if (nl == std::string_view::npos) return;
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl + 1);
+    std::string_view f[4];
+    size_t n = 0;
+    while (n < 3) {
+      size_t t = line.find('\t');
+      if (t == std::string_view::npos) break;
+      f[n++] = line.substr(0, t);
+      line.remove_prefix(t + 1);
+    }
+    if (n != 3 || line.empty()) continue;
+    cluster::UrlMessage m;
+    m.url = std::string(line);
+    m.depth =
+        static_cast<uint16_t>(strtoul(std::string(f[1]).c_str(), nullptr, 10));
+    m.credit = strtod(std::string(f[2]).c_str(), nullptr);
+    fn(atoi(std::string(f[0]).c_str()), std::move(m));
+  }
+}
+
+}  // namespace
+
+void Worker::Impl::EnqueueSeeds() {
+  // On a resume the seeds are known already (the seen store says so). Each
+  // worker takes the seeds of its own hosts.
+  for (const std::string& seed : options_.seeds) {
+    if (!Owns(HostOf(seed))) continue;
+    Enqueue(seed, 0, 0, 1.0, 0, HostOf(seed));
+  }
+}
+
+bool Worker::Impl::Owns(std::string_view host) const {
+  return ring_ == nullptr || ring_->Owner(host) == options_.worker_id;
+}
+
+void Worker::Impl::RouteOut(int to, cluster::UrlMessage m) {
+  Count("routed_out");
+  auto& waiting = overflow_[static_cast<size_t>(to)];
+  if (exchange_ != nullptr && waiting.empty()) {
+    Status s = exchange_->Send(to, m);
+    if (s.ok()) return;
+    if (s.code() != Status::Code::kResourceExhausted) {
+      Count("route_refused");
+      log_.Write(Level::kWarn, "route_refused",
+                 {{"url", m.url}, {"error", s.ToString()}});
+      return;
+    }
+  }
+  // Back-pressure (or the exchange is closing): kept, saved by the next
+  // checkpoint, and no new fetch starts until it drained.
+  waiting.push_back(std::move(m));
+  ++overflow_urls_;
+}
+
+void Worker::Impl::DrainOverflow(int to) {
+  auto& waiting = overflow_[static_cast<size_t>(to)];
+  while (exchange_ != nullptr && !waiting.empty()) {
+    Status s = exchange_->Send(to, waiting.front());
+    if (s.code() == Status::Code::kResourceExhausted) return;
+    if (!s.ok()) Count("route_refused");
+    waiting.pop_front();
+    --overflow_urls_;
+  }
+}
+
+std::string Worker::Impl::OutboxText() const {
+  if (exchange_ == nullptr) return final_outbox_;
+  std::string out;
+  exchange_->ForEachUnacked([&out](int to, const cluster::UrlMessage& m) {
+    AppendMessageLine(&out, to, m);
+  });
+  for (size_t to = 0; to < overflow_.size(); ++to) {
+    for (const auto& m : overflow_[to]) {
+      AppendMessageLine(&out, static_cast<int>(to), m);
+    }
+  }
+  for (const auto& m : pre_go_) AppendMessageLine(&out, options_.worker_id, m);
+  return out;
+}
+
+void Worker::Impl::ResendOutbox(const std::string& text) {
+  uint64_t n = 0;
+  ForEachMessageLine(text, [&](int, cluster::UrlMessage&& m) {
+    // The owner may have changed with the worker count.
+    const int owner =
+        ring_ != nullptr ? ring_->Owner(HostOf(m.url)) : options_.worker_id;
+    if (owner == options_.worker_id) {
+      Admit(m);
+    } else {
+      RouteOut(owner, std::move(m));
+    }
+    ++n;
+  });
+  if (n > 0) Count("outbox_resent", n);
+}
+
+void Worker::Impl::Admit(const cluster::UrlMessage& m) {
+  if (!go_ && m.depth != kSeenMarkDepth) {
+    pre_go_.push_back(m);
+    return;
+  }
+  if (m.depth == kSeenMarkDepth) {
+    auto canon = canonicalizer_.Canonicalize(m.url);
+    if (canon.ok())
+      SeenInsert(canon->origin_key(), url::Fingerprint(canon->href()));
+    return;
+  }
+  Enqueue(m.url, m.depth, 0, m.credit, 0, HostOf(m.url));
+}
+
+void Worker::Impl::OnInbox(int, std::vector<cluster::UrlMessage>&& batch,
+                           cluster::AckFn ack) {
+  if (finished_) return;  // not acknowledged: the sender keeps it
+  if (inbox_log_ != nullptr) {
+    // Durable before the ack: a kill after it replays the log.
+    std::string text;
+    for (const auto& m : batch) AppendMessageLine(&text, options_.worker_id, m);
+    if (fwrite(text.data(), 1, text.size(), inbox_log_) != text.size() ||
+        fflush(inbox_log_) != 0) {
+      Count("inbox_log_failed");
+      log_.Write(Level::kError, "inbox_log_failed",
+                 {{"error", strerror(errno)}});
+      clearerr(inbox_log_);
+      return;  // unacknowledged: resent after a reconnect
+    }
+  }
+  Count("routed_in", batch.size());
+  for (const auto& m : batch) Admit(m);
+  ack();
+  Pump();
+}
+
+void Worker::Impl::ReplayInboxLog() {
+  if (inbox_log_path_.empty()) return;
+  auto text = conf::internal::ReadSmallFile(inbox_log_path_, 1ull << 40);
+  if (!text.ok()) return;  // none yet
+  uint64_t n = 0;
+  ForEachMessageLine(*text, [&](int, cluster::UrlMessage&& m) {
+    Admit(m);
+    ++n;
+  });
+  if (n > 0) Count("inbox_replayed", n);
+}
+
+std::vector<std::string> Worker::Impl::OwnWarcFiles() const {
+  const std::string& prefix = config_.store.warc_prefix;
+  char id[16];
+  snprintf(id, sizeof(id), "-%05d-", options_.worker_id);
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(
+           config_.crawl.data_dir + "/warc", ec)) {
+    const std::string name = e.path().filename().string();
+    // <prefix>-<14-digit time>-<5-digit worker>-<serial>.warc.gz
+    if (name.ends_with(".warc.gz") && name.rfind(prefix + "-", 0) == 0 &&
+        name.compare(prefix.size() + 15, 7, id) == 0) {
+      files.push_back(name);
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+void Worker::Impl::Rebalance() {
+  const int64_t t0 = MonotonicUs();
+  uint64_t hosts = 0, urls = 0, marks = 0;
+  for (const std::string& key : frontier_->QueuedHosts()) {
+    const std::string host = HostOf(key);
+    if (host.empty() || Owns(host)) continue;
+    const int to = ring_->Owner(host);
+    ++hosts;
+    Status s = frontier_->TakeQueue(key, [&](frontier::Item&& item) {
+      RouteOut(to, cluster::UrlMessage{std::move(item.url), item.depth,
+                                       item.credit});
+      ++urls;
+    });
+    if (!s.ok()) {
+      log_.Write(Level::kError, "rebalance_queue_lost",
+                 {{"host", key}, {"error", s.ToString()}});
+    }
+  }
+  // The pages this worker fetched of hosts it gave away: their new owner
+  // must not fetch them again when links to them turn up.
+  const std::string dir = config_.crawl.data_dir + "/warc";
+  store::Record rec;
+  for (const std::string& name : OwnWarcFiles()) {
+    auto reader = store::WarcReader::Open(dir + "/" + name);
+    if (!reader.ok()) continue;
+    while (true) {
+      auto more = (*reader)->Next(&rec);
+      if (!more.ok() || !*more) break;
+      const std::string type = rec.type();
+      if (type != "response" && type != "revisit") continue;
+      std::string uri = rec.Header("WARC-Target-URI");
+      const std::string host = HostOf(uri);
+      if (host.empty() || Owns(host)) continue;
+      RouteOut(ring_->Owner(host),
+               cluster::UrlMessage{std::move(uri), kSeenMarkDepth, 0.0});
+      ++marks;
+    }
+  }
+  Count("rebalance_hosts_moved", hosts);
+  log_.Write(Level::kInfo, "rebalanced",
+             {{"from_workers", std::to_string(previous_workers_)},
+              {"workers", std::to_string(options_.workers)},
+              {"hosts_moved", std::to_string(hosts)},
+              {"urls_moved", std::to_string(urls)},
+              {"fetched_urls_sent", std::to_string(marks)},
+              {"ms", std::to_string((MonotonicUs() - t0) / 1000)}});
+}
+
+bool Worker::Impl::Idle() const {
+  if (!go_ || active_ > 0 || overflow_urls_ > 0 || !frontier_->Idle()) {
+    return false;
+  }
+  for (int w = 0; exchange_ != nullptr && w < options_.workers; ++w) {
+    if (exchange_->Pending(w) > 0) return false;
+  }
+  return true;
+}
+
+Status Worker::Impl::StartControl() {
+  uv_pipe_init(&loop_, &control_, 0);
+  if (int rc = uv_pipe_open(&control_, options_.control_fd); rc != 0) {
+    uv_close(reinterpret_cast<uv_handle_t*>(&control_), nullptr);
+    return Status::Internal(std::string("control socket: ") + uv_strerror(rc));
+  }
+  control_.data = this;
+  uv_timer_init(&loop_, &report_timer_);
+  report_timer_.data = this;
+  control_open_ = true;
+  uv_read_start(
+      reinterpret_cast<uv_stream_t*>(&control_),
+      [](uv_handle_t*, size_t, uv_buf_t* buf) {
+        static char chunk[4096];  // one loop per process: no sharing
+        buf->base = chunk;
+        buf->len = sizeof(chunk);
+      },
+      [](uv_stream_t* stream, ssize_t n, const uv_buf_t* buf) {
+        Impl* self = static_cast<Impl*>(stream->data);
+        if (n < 0) {
+          // The supervisor is gone: stop cleanly, checkpointed.
+          uv_read_stop(stream);
+          self->paused_ = false;
+          self->RequestStop("signal (supervisor gone)");
+          return;
+        }
+        self->control_buf_.append(buf->base, static_cast<size_t>(n));
+        size_t nl;
+        while ((nl = self->control_buf_.find('\n')) != std::string::npos) {
+          std::string line = self->control_buf_.substr(0, nl);
+          self->control_buf_.erase(0, nl + 1);
+          self->OnControlLine(line);
+          if (!self->control_open_) return;
+        }
+      });
+  uv_timer_start(
+      &report_timer_,
+      [](uv_timer_t* t) { static_cast<Impl*>(t->data)->Report(); }, 200, 200);
+  return Status::Ok();
+}
+
+void Worker::Impl::OnControlLine(std::string_view line) {
+  if (line == "go") {
+    if (!go_) {
+      go_ = true;
+      log_.Write(Level::kInfo, "go",
+                 {{"waiting_urls", std::to_string(pre_go_.size())}});
+      std::vector<cluster::UrlMessage> waiting;
+      waiting.swap(pre_go_);
+      for (const auto& m : waiting) Admit(m);
+      EnqueueSeeds();
+      Pump();
+    }
+  } else if (line.rfind("stop ", 0) == 0) {
+    paused_ = false;
+    RequestStop(std::string(line.substr(5)));
+  }
+}
+
+void Worker::Impl::Report() {
+  if (!control_open_) return;
+  if (!ready_ && overflow_urls_ == 0) {
+    bool acked = true;
+    for (int w = 0; exchange_ != nullptr && w < options_.workers; ++w) {
+      if (exchange_->Pending(w) > 0) acked = false;
+    }
+    ready_ = acked;
+  }
+  const cluster::ExchangeStats ex =
+      exchange_ != nullptr ? exchange_->stats() : cluster::ExchangeStats();
+  char line[512];
+  const int n = snprintf(
+      line, sizeof(line),
+      "{\"worker\":%d,\"ready\":%s,\"idle\":%s,\"pages\":%" PRIu64
+      ",\"bytes\":%" PRIu64
+      ",\"queued\":%zu,\"active\":%zu,\"hosts\":%zu"
+      ",\"sent\":%" PRIu64 ",\"received\":%" PRIu64 ",\"overflow\":%zu}\n",
+      options_.worker_id, ready_ ? "true" : "false", Idle() ? "true" : "false",
+      pages_, bytes_, frontier_->queued(), active_, frontier_->hosts(),
+      ex.urls_sent, ex.urls_received, overflow_urls_);
+  if (n <= 0) return;
+  uv_buf_t buf = uv_buf_init(line, static_cast<unsigned>(n));
+  // A report that does not fit now is skipped: the next one is 200 ms away.
+  (void)uv_try_write(reinterpret_cast<uv_stream_t*>(&control_), &buf, 1);
 }
 
 Worker::Worker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

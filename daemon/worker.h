@@ -28,6 +28,17 @@ struct WorkerOptions {
   // one plain line per progress interval. nullptr disables progress.
   FILE* progress = stderr;
   bool progress_tty = false;
+
+  // --- One of several worker processes (daemon/supervisor.h) ---
+  // Workers of the crawl, each owning the hosts the ring gives it (count).
+  // With 1 the worker owns every host and needs no exchange.
+  int workers = 1;
+  // Socket to the supervisor (-1: none, a stand-alone crawl). The worker
+  // reports a status line every 200 ms and obeys "go" (start fetching:
+  // every worker has handed over the hosts it no longer owns) and
+  // "stop REASON". Without a supervisor the worker starts at once and ends
+  // when its frontier is empty; with one, only on "stop".
+  int control_fd = -1;
 };
 
 // What a finished (or stopped) crawl did; printed at the end and written to

@@ -975,6 +975,52 @@ void Frontier::Retire(std::string_view host_key) {
   Reschedule(host);
 }
 
+Status Frontier::TakeQueue(std::string_view host_key,
+                           const std::function<void(Item&&)>& out) {
+  HostState* host = Find(host_key);
+  if (host == nullptr || host->queued == 0) return Status::Ok();
+  const size_t before = host->queued;
+  Status result = Status::Ok();
+  for (Item& item : host->head) {
+    SubItemBytes(item);
+    out(std::move(item));
+  }
+  std::vector<Item> items;
+  for (const ChunkRef& ref : host->chunks) {
+    items.clear();
+    Status s = store_->Read(ref, &items);
+    store_->Unref(ref.segment);
+    if (!s.ok()) {
+      ++spill_errors_;
+      last_spill_error_ = s;
+      lost_items_ += ref.count;
+      result = s;
+      continue;
+    }
+    for (Item& item : items) out(std::move(item));
+  }
+  for (Item& item : host->tail) {
+    SubItemBytes(item);
+    out(std::move(item));
+  }
+  std::deque<Item>().swap(host->head);
+  std::deque<ChunkRef>().swap(host->chunks);
+  std::vector<Item>().swap(host->tail);
+  queued_ -= host->queued;
+  host->queued = 0;
+  OnQueuedChange(*host, before);
+  Reschedule(*host);
+  return result;
+}
+
+std::vector<std::string> Frontier::QueuedHosts() const {
+  std::vector<std::string> keys;
+  for (const auto& [key, host] : hosts_) {
+    if (host->queued > 0) keys.push_back(key);
+  }
+  return keys;
+}
+
 Status Frontier::Checkpoint() {
   if (store_ == nullptr) return Status::Ok();
   std::string payload;

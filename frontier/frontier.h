@@ -70,6 +70,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -321,6 +322,18 @@ class Frontier {
   // in flight still needs its Complete(). Creates the record if the host
   // was unknown.
   void Retire(std::string_view host_key);
+
+  // Removes every queued item of `host_key` (memory and spilled, in queue
+  // order) and hands each to `out`, e.g. to move the host to the worker
+  // that owns it now. The host record stays (its politeness time, errors
+  // and credit); a fetch in flight still needs its Complete(). Chunks that
+  // cannot be read are counted as in Pop() and make the result IOError,
+  // after every readable item was handed out. OK for an unknown host.
+  Status TakeQueue(std::string_view host_key,
+                   const std::function<void(Item&&)>& out);
+
+  // The keys of every host with queued items (any order).
+  std::vector<std::string> QueuedHosts() const;
 
   // Makes everything queued durable in spill_dir: memory heads and tails
   // are written as chunks, segment files synced, and a new manifest

@@ -4,6 +4,7 @@ Everything here judges the crawler from the outside: the webfarm's request
 log, the WARC files (parsed here independently of crawld's own reader), and
 crawld's exit code and summary.
 """
+import glob
 import gzip
 import json
 import os
@@ -154,20 +155,24 @@ def crawlctl(*args, input_text=None, timeout=120):
 # (issues 3 and 4: the event log, crawls to signal, start-up failures)
 
 def log_events(data_dir, event=None):
-    """The parsed lines of <data>/logs/crawld.jsonl (complete lines only),
-    optionally only those whose "event" is `event`."""
-    path = os.path.join(data_dir, "logs", "crawld.jsonl")
+    """The parsed lines of <data>/logs/crawld.jsonl and, with several
+    workers, crawld-<worker>.jsonl (complete lines only), optionally only
+    those whose "event" is `event`."""
+    logs = os.path.join(data_dir, "logs")
+    paths = [os.path.join(logs, "crawld.jsonl")] + sorted(
+        glob.glob(os.path.join(logs, "crawld-*.jsonl")))
     out = []
-    try:
-        with open(path) as f:
-            for line in f:
-                if not line.endswith("\n"):
-                    continue  # a partial last line of a running crawl
-                obj = json.loads(line)
-                if event is None or obj.get("event") == event:
-                    out.append(obj)
-    except FileNotFoundError:
-        pass
+    for path in paths:
+        try:
+            with open(path) as f:
+                for line in f:
+                    if not line.endswith("\n"):
+                        continue  # a partial last line of a running crawl
+                    obj = json.loads(line)
+                    if event is None or obj.get("event") == event:
+                        out.append(obj)
+        except FileNotFoundError:
+            pass
     return out
 
 

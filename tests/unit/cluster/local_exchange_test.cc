@@ -189,6 +189,17 @@ TEST(LocalExchange, ReceiverClosedAndReopenedGetsUnackedBatchesAgain) {
   pa.Run();
   ASSERT_TRUE(loop.RunUntil([&] { return first.urls.size() == kN; }));
   EXPECT_EQ(a->Pending(1), static_cast<size_t>(kN));
+  // What a checkpoint of the sender saves: every URL not acknowledged, in
+  // send order, with its depth and credit.
+  std::vector<std::string> unacked;
+  a->ForEachUnacked([&](int to, const UrlMessage& m) {
+    EXPECT_EQ(to, 1);
+    EXPECT_EQ(m.depth, 3);
+    EXPECT_EQ(m.credit, 0.5);
+    unacked.push_back(m.url);
+  });
+  ASSERT_EQ(unacked.size(), static_cast<size_t>(kN));
+  for (int i = 0; i < kN; ++i) ASSERT_EQ(unacked[i], Url(0, i));
   first.held.clear();
   b.reset();
   loop.Drain();
@@ -199,6 +210,9 @@ TEST(LocalExchange, ReceiverClosedAndReopenedGetsUnackedBatchesAgain) {
   b->SetInbox(second.Fn(0));
   ASSERT_TRUE(loop.RunUntil([&] { return a->Pending(1) == 0; }));
   EXPECT_TRUE(second.ExactlyOnceInOrder(0, kN));
+  int left = 0;
+  a->ForEachUnacked([&](int, const UrlMessage&) { ++left; });
+  EXPECT_EQ(left, 0);
   EXPECT_GT(a->stats().batches_resent, 0u);
   EXPECT_GE(a->stats().reconnects, 1u);
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -310,4 +311,37 @@ TEST_F(SpillTest, CreditAndBudgetSurviveReopen) {
 }
 
 }  // namespace
+// Moving hosts to another worker: TakeQueue hands out a host's whole queue
+// (memory head, spilled chunks, memory tail) in order, and leaves the
+// others as they were.
+TEST_F(SpillTest, TakeQueueHandsOutEveryItemInOrderAndLeavesOtherHosts) {
+  auto f = OpenOrDie(SpillOptions());
+  ASSERT_NE(f, nullptr);
+  std::map<std::string, std::vector<Item>> want;
+  for (int i = 0; i < 300; ++i) {
+    for (int h = 0; h < 3; ++h) {
+      Item item = MakeItem(HostName(h), i);
+      want[HostName(h)].push_back(item);
+      ASSERT_TRUE(f->Push(HostName(h), std::move(item)));
+    }
+  }
+  ASSERT_GT(f->spilled_items(), 0u);
+  auto hosts = f->QueuedHosts();
+  std::sort(hosts.begin(), hosts.end());
+  EXPECT_EQ(hosts, (std::vector<std::string>{HostName(0), HostName(1),
+                                             HostName(2)}));
+  std::vector<Item> taken;
+  ASSERT_TRUE(f->TakeQueue(HostName(1), [&](Item&& item) {
+                 taken.push_back(std::move(item));
+               }).ok());
+  ExpectSameItems(taken, want[HostName(1)], HostName(1));
+  EXPECT_EQ(f->queued(), 600u);
+  EXPECT_EQ(f->QueuedHosts().size(), 2u);
+  EXPECT_TRUE(f->TakeQueue("http://unknown:80", [](Item&&) {}).ok());
+  auto rest = Drain(*f);
+  EXPECT_EQ(rest.count(HostName(1)), 0u);
+  ExpectSameItems(rest[HostName(0)], want[HostName(0)], HostName(0));
+  ExpectSameItems(rest[HostName(2)], want[HostName(2)], HostName(2));
+}
+
 }  // namespace crawld::frontier

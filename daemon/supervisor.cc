@@ -1,0 +1,438 @@
+// daemon/supervisor.cc: see supervisor.h.
+#include "daemon/supervisor.h"
+
+#include <uv.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <csignal>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "conf/read_file.h"
+#include "daemon/admin.h"
+
+namespace crawld::daemon {
+namespace {
+
+int64_t NowMs() { return static_cast<int64_t>(uv_hrtime() / 1000000); }
+
+// Consecutive 200 ms ticks with every worker idle and no URL moving between
+// them before the crawl is done: one second.
+constexpr int kQuietTicks = 5;
+constexpr uint64_t kTickMs = 200;
+
+class Supervisor {
+ public:
+  explicit Supervisor(const SupervisorOptions& o) : opt_(o) {}
+
+  Result<CrawlSummary> Run();
+
+ private:
+  struct Child {
+    Supervisor* sup = nullptr;
+    int id = 0;
+    uv_process_t* proc = nullptr;  // while running
+    uv_pipe_t* pipe = nullptr;     // while running
+    std::string buf;
+    bool go_sent = false;
+    bool stop_sent = false;
+    bool finished = false;  // exited after a stop, or on its own with 0
+    int crashes = 0;
+    int backoff_ms = 0;
+    uv_timer_t restart_timer{};
+    // The latest report, and whether one came since the last tick.
+    bool fresh = false, ready = false, idle = false;
+    uint64_t pages = 0, bytes = 0, queued = 0, active = 0, hosts = 0;
+    uint64_t sent = 0, received = 0;
+  };
+
+  Status Spawn(Child& c);
+  void OnExit(Child& c, int64_t status, int signal);
+  void OnLine(Child& c, std::string_view line);
+  void Send(Child& c, const std::string& line);
+  void Tick();
+  void Stop(const std::string& reason);
+  void Progress(bool final_line);
+  void MaybeEnd();
+
+  SupervisorOptions opt_;
+  uv_loop_t loop_{};
+  uv_timer_t tick_{};
+  uv_signal_t sigint_{}, sigterm_{};
+  std::vector<std::unique_ptr<Child>> children_;
+  bool all_ready_once_ = false;
+  bool stopping_ = false;
+  bool ended_ = false;
+  std::string reason_;
+  int quiet_ticks_ = 0;
+  uint64_t last_sent_ = UINT64_MAX, last_received_ = UINT64_MAX;
+  int64_t start_ms_ = 0, last_progress_ms_ = 0;
+  uint64_t last_pages_ = 0;
+  uint64_t restarts_ = 0;
+};
+
+Status Supervisor::Spawn(Child& c) {
+  const std::vector<std::string> args = {opt_.crawld_path,
+                                         "--worker",
+                                         std::to_string(c.id),
+                                         "--workers",
+                                         std::to_string(opt_.workers),
+                                         "--config",
+                                         opt_.config_file,
+                                         "--seeds",
+                                         opt_.seeds_file,
+                                         "--control-fd",
+                                         "3",
+                                         "--quiet"};
+  std::vector<char*> argv;
+  for (const std::string& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  c.pipe = new uv_pipe_t;
+  uv_pipe_init(&loop_, c.pipe, 0);
+  c.pipe->data = &c;
+  uv_stdio_container_t stdio[4];
+  stdio[0].flags = UV_IGNORE;
+  stdio[1].flags = UV_INHERIT_FD;
+  stdio[1].data.fd = 1;
+  stdio[2].flags = UV_INHERIT_FD;
+  stdio[2].data.fd = 2;
+  stdio[3].flags = static_cast<uv_stdio_flags>(
+      UV_CREATE_PIPE | UV_READABLE_PIPE | UV_WRITABLE_PIPE);
+  stdio[3].data.stream = reinterpret_cast<uv_stream_t*>(c.pipe);
+  uv_process_options_t po{};
+  po.file = opt_.crawld_path.c_str();
+  po.args = argv.data();
+  po.stdio_count = 4;
+  po.stdio = stdio;
+  po.exit_cb = [](uv_process_t* p, int64_t status, int signal) {
+    Child* child = static_cast<Child*>(p->data);
+    child->sup->OnExit(*child, status, signal);
+  };
+  c.proc = new uv_process_t;
+  c.proc->data = &c;
+  if (int rc = uv_spawn(&loop_, c.proc, &po); rc != 0) {
+    uv_close(reinterpret_cast<uv_handle_t*>(c.proc),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_process_t*>(h); });
+    uv_close(reinterpret_cast<uv_handle_t*>(c.pipe),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_pipe_t*>(h); });
+    c.proc = nullptr;
+    c.pipe = nullptr;
+    return Status::IOError("cannot start worker " + std::to_string(c.id) +
+                           " (" + opt_.crawld_path + "): " + uv_strerror(rc));
+  }
+  c.buf.clear();
+  c.go_sent = c.stop_sent = false;
+  c.fresh = c.ready = c.idle = false;
+  uv_read_start(
+      reinterpret_cast<uv_stream_t*>(c.pipe),
+      [](uv_handle_t*, size_t, uv_buf_t* buf) {
+        static char chunk[4096];  // one loop in this process: no sharing
+        buf->base = chunk;
+        buf->len = sizeof(chunk);
+      },
+      [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
+        Child* child = static_cast<Child*>(s->data);
+        if (n < 0) {
+          uv_read_stop(s);  // the worker is exiting; OnExit follows
+          return;
+        }
+        child->buf.append(buf->base, static_cast<size_t>(n));
+        size_t nl;
+        while ((nl = child->buf.find('\n')) != std::string::npos) {
+          std::string line = child->buf.substr(0, nl);
+          child->buf.erase(0, nl + 1);
+          child->sup->OnLine(*child, line);
+        }
+      });
+  if (stopping_) Send(c, "stop " + reason_);
+  return Status::Ok();
+}
+
+void Supervisor::OnLine(Child& c, std::string_view line) {
+  auto j = Json::Parse(line);
+  if (!j.ok() || !j->is_object()) return;
+  auto num = [&](const char* k) -> uint64_t {
+    const Json* v = j->Find(k);
+    return v != nullptr && v->is_number()
+               ? static_cast<uint64_t>(v->as_number())
+               : 0;
+  };
+  auto flag = [&](const char* k) {
+    const Json* v = j->Find(k);
+    return v != nullptr && v->is_bool() && v->as_bool();
+  };
+  c.fresh = true;
+  c.ready = flag("ready");
+  c.idle = flag("idle");
+  c.pages = num("pages");
+  c.bytes = num("bytes");
+  c.queued = num("queued");
+  c.active = num("active");
+  c.hosts = num("hosts");
+  c.sent = num("sent");
+  c.received = num("received");
+  if (c.ready) c.backoff_ms = 0;
+}
+
+void Supervisor::Send(Child& c, const std::string& line) {
+  if (c.pipe == nullptr) return;
+  struct Req {
+    uv_write_t req;
+    std::string data;
+  };
+  auto* r = new Req;
+  r->data = line + "\n";
+  uv_buf_t buf =
+      uv_buf_init(r->data.data(), static_cast<unsigned>(r->data.size()));
+  if (uv_write(&r->req, reinterpret_cast<uv_stream_t*>(c.pipe), &buf, 1,
+               [](uv_write_t* w, int) { delete reinterpret_cast<Req*>(w); }) !=
+      0) {
+    delete r;
+  }
+}
+
+void Supervisor::OnExit(Child& c, int64_t status, int signal) {
+  uv_close(reinterpret_cast<uv_handle_t*>(c.proc),
+           [](uv_handle_t* h) { delete reinterpret_cast<uv_process_t*>(h); });
+  uv_close(reinterpret_cast<uv_handle_t*>(c.pipe),
+           [](uv_handle_t* h) { delete reinterpret_cast<uv_pipe_t*>(h); });
+  c.proc = nullptr;
+  c.pipe = nullptr;
+  c.fresh = c.idle = c.ready = false;
+  if (stopping_ || (status == 0 && signal == 0)) {
+    c.finished = true;
+    MaybeEnd();
+    return;
+  }
+  ++c.crashes;
+  ++restarts_;
+  c.backoff_ms = c.backoff_ms == 0
+                     ? opt_.restart_min_ms
+                     : std::min(opt_.restart_max_ms, 2 * c.backoff_ms);
+  if (opt_.progress != nullptr) {
+    fprintf(opt_.progress, "%sworker %d %s %d; restarting in %d ms\n",
+            opt_.progress_tty ? "\r\033[K" : "", c.id,
+            signal != 0 ? "killed by signal" : "exited with status",
+            signal != 0 ? signal : static_cast<int>(status), c.backoff_ms);
+  }
+  uv_timer_start(
+      &c.restart_timer,
+      [](uv_timer_t* t) {
+        Child* child = static_cast<Child*>(t->data);
+        Supervisor* sup = child->sup;
+        if (sup->stopping_) {
+          child->finished = true;
+          sup->MaybeEnd();
+          return;
+        }
+        if (Status s = sup->Spawn(*child); !s.ok()) {
+          if (sup->opt_.progress != nullptr) {
+            fprintf(sup->opt_.progress, "crawld: %s\n", s.ToString().c_str());
+          }
+          sup->Stop("worker_failed");
+        }
+      },
+      static_cast<uint64_t>(c.backoff_ms), 0);
+}
+
+void Supervisor::Tick() {
+  if (stopping_) return;
+  bool all_running = true, all_ready = true, all_idle = true, all_fresh = true;
+  uint64_t pages = 0, sent = 0, received = 0;
+  for (auto& c : children_) {
+    all_running &= c->proc != nullptr;
+    all_ready &= c->ready;
+    all_idle &= c->idle;
+    all_fresh &= c->fresh;
+    c->fresh = false;
+    pages += c->pages;
+    sent += c->sent;
+    received += c->received;
+  }
+  // Go: all at once the first time (after every handover), then to each
+  // restarted worker as soon as its own resend is acknowledged.
+  if (!all_ready_once_ && all_running && all_ready) all_ready_once_ = true;
+  if (all_ready_once_) {
+    for (auto& c : children_) {
+      if (c->proc != nullptr && c->ready && !c->go_sent) {
+        Send(*c, "go");
+        c->go_sent = true;
+      }
+    }
+  }
+  if (opt_.config.crawl.max_pages > 0 && pages >= opt_.config.crawl.max_pages) {
+    Stop("max_pages");
+    return;
+  }
+  // Done: every worker idle (nothing queued, in flight or unacknowledged)
+  // in fresh reports for a second in which no URL moved between workers.
+  bool go_all = all_ready_once_;
+  for (auto& c : children_) go_all &= c->go_sent;
+  if (go_all && all_running && all_idle && all_fresh && sent == last_sent_ &&
+      received == last_received_) {
+    if (++quiet_ticks_ >= kQuietTicks) {
+      Stop("done");
+      return;
+    }
+  } else {
+    quiet_ticks_ = 0;
+  }
+  last_sent_ = sent;
+  last_received_ = received;
+  const int64_t now = NowMs();
+  const double every =
+      opt_.progress_tty ? std::min(opt_.config.crawl.progress_interval_s, 0.5)
+                        : opt_.config.crawl.progress_interval_s;
+  if (now - last_progress_ms_ >= static_cast<int64_t>(every * 1000)) {
+    Progress(false);
+  }
+}
+
+void Supervisor::Progress(bool final_line) {
+  if (opt_.progress == nullptr) return;
+  const int64_t now = NowMs();
+  uint64_t pages = 0, bytes = 0, queued = 0, hosts = 0, active = 0;
+  int up = 0;
+  for (auto& c : children_) {
+    pages += c->pages;
+    bytes += c->bytes;
+    queued += c->queued;
+    hosts += c->hosts;
+    active += c->active;
+    up += c->proc != nullptr;
+  }
+  const double dt = std::max<int64_t>(1, now - last_progress_ms_) / 1000.0;
+  const double elapsed = std::max<int64_t>(1, now - start_ms_) / 1000.0;
+  const double rate = final_line ? pages / elapsed : (pages - last_pages_) / dt;
+  last_pages_ = pages;
+  last_progress_ms_ = now;
+  char line[256];
+  snprintf(line, sizeof(line),
+           "pages %" PRIu64 " | %.1f/s | queued %" PRIu64 " | hosts %" PRIu64
+           " (active %" PRIu64 ") | workers %d/%d | restarts %" PRIu64
+           " | %.1f MB | %.0fs",
+           pages, rate, queued, hosts, active, up, opt_.workers, restarts_,
+           bytes / 1048576.0, elapsed);
+  if (opt_.progress_tty) {
+    fprintf(opt_.progress, "\r\033[K%s%s", line, final_line ? "\n" : "");
+  } else {
+    fprintf(opt_.progress, "%s\n", line);
+  }
+  fflush(opt_.progress);
+}
+
+void Supervisor::Stop(const std::string& reason) {
+  if (stopping_) return;
+  stopping_ = true;
+  reason_ = reason;
+  for (auto& c : children_) {
+    if (c->proc != nullptr) {
+      Send(*c, "stop " + reason);
+    } else if (!c->finished) {
+      uv_timer_stop(&c->restart_timer);
+      c->finished = true;
+    }
+  }
+  MaybeEnd();
+}
+
+void Supervisor::MaybeEnd() {
+  if (ended_) return;
+  for (auto& c : children_) {
+    if (!c->finished) return;
+  }
+  ended_ = true;
+  uv_timer_stop(&tick_);
+  uv_close(reinterpret_cast<uv_handle_t*>(&tick_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&sigint_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&sigterm_), nullptr);
+  for (auto& c : children_) {
+    uv_close(reinterpret_cast<uv_handle_t*>(&c->restart_timer), nullptr);
+  }
+}
+
+Result<CrawlSummary> Supervisor::Run() {
+  if (int rc = uv_loop_init(&loop_); rc != 0) {
+    return Status::Internal(std::string("uv_loop_init: ") + uv_strerror(rc));
+  }
+  start_ms_ = last_progress_ms_ = NowMs();
+  uv_timer_init(&loop_, &tick_);
+  tick_.data = this;
+  uv_signal_init(&loop_, &sigint_);
+  uv_signal_init(&loop_, &sigterm_);
+  sigint_.data = sigterm_.data = this;
+  auto on_signal = [](uv_signal_t* h, int signum) {
+    static_cast<Supervisor*>(h->data)->Stop(
+        signum == SIGINT ? "signal (SIGINT)" : "signal (SIGTERM)");
+  };
+  uv_signal_start(&sigint_, on_signal, SIGINT);
+  uv_signal_start(&sigterm_, on_signal, SIGTERM);
+  Status failed = Status::Ok();
+  for (int i = 0; i < opt_.workers; ++i) {
+    auto c = std::make_unique<Child>();
+    c->sup = this;
+    c->id = i;
+    uv_timer_init(&loop_, &c->restart_timer);
+    c->restart_timer.data = c.get();
+    children_.push_back(std::move(c));
+  }
+  for (auto& c : children_) {
+    if (failed.ok()) failed = Spawn(*c);
+    if (!failed.ok() && c->proc == nullptr) c->finished = true;
+  }
+  if (!failed.ok()) Stop("worker_failed");
+  uv_timer_start(
+      &tick_, [](uv_timer_t* t) { static_cast<Supervisor*>(t->data)->Tick(); },
+      kTickMs, kTickMs);
+  MaybeEnd();
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  uv_loop_close(&loop_);
+  Progress(true);
+  if (!failed.ok()) return failed;
+
+  // The workers' own summaries, summed.
+  CrawlSummary sum;
+  sum.stop_reason = reason_;
+  sum.seconds = (NowMs() - start_ms_) / 1000.0;
+  for (int i = 0; i < opt_.workers; ++i) {
+    auto text =
+        conf::internal::ReadSmallFile(opt_.config.crawl.data_dir + "/worker-" +
+                                          std::to_string(i) + "/summary.json",
+                                      64u << 20);
+    if (!text.ok()) continue;
+    auto j = Json::Parse(*text);
+    if (!j.ok()) continue;
+    auto num = [&](const Json& o, const char* k) -> uint64_t {
+      const Json* v = o.Find(k);
+      return v != nullptr && v->is_number()
+                 ? static_cast<uint64_t>(v->as_number())
+                 : 0;
+    };
+    sum.pages += num(*j, "pages");
+    sum.robots_fetches += num(*j, "robots_fetches");
+    sum.bytes += num(*j, "bytes");
+    sum.queued_left += num(*j, "queued_left");
+    if (const Json* counts = j->Find("counts");
+        counts != nullptr && counts->is_object()) {
+      for (const auto& [k, v] : counts->members()) {
+        if (v.is_number())
+          sum.counts[k] += static_cast<uint64_t>(v.as_number());
+      }
+    }
+  }
+  if (restarts_ > 0) sum.counts["worker_restarts"] = restarts_;
+  return sum;
+}
+
+}  // namespace
+
+Result<CrawlSummary> RunSupervisor(const SupervisorOptions& options) {
+  Supervisor s(options);
+  return s.Run();
+}
+
+}  // namespace crawld::daemon

@@ -1,0 +1,54 @@
+// daemon/supervisor.h: crawld with several worker processes
+// (ARCHITECTURE.md, Processes; docs/CLUSTER.md, "Worker processes").
+//
+// The supervisor starts `workers` copies of crawld in worker mode, each
+// owning the hosts the consistent-hash ring gives it, with its own loop,
+// frontier, LevelDB state and WARC files; the workers exchange URLs among
+// themselves over the local exchange (a mesh of Unix sockets in
+// <data>/run). Each worker reports on a socket to the supervisor every
+// 200 ms. The supervisor
+//   - says "go" once every worker has handed over the hosts it no longer
+//     owns (a restart with another worker count), so that an old owner
+//     never fetches a host after its new owner started on it;
+//   - restarts a worker that crashed, with a growing delay (it resumes from
+//     its checkpoint; the others keep its URLs until it acknowledges them);
+//   - ends the crawl when every worker is idle with nothing in transit for
+//     a second (or at max_pages), and on SIGINT/SIGTERM asks every worker to
+//     stop at a checkpoint and waits for them;
+//   - sums the workers' progress and summaries.
+#ifndef CRAWLD_DAEMON_SUPERVISOR_H_
+#define CRAWLD_DAEMON_SUPERVISOR_H_
+
+#include <cstdio>
+#include <string>
+
+#include "base/status.h"
+#include "conf/conf.h"
+#include "daemon/worker.h"
+
+namespace crawld::daemon {
+
+struct SupervisorOptions {
+  conf::Config config;      // effective config (data_dir resolved)
+  std::string crawld_path;  // the crawld executable the workers run
+  std::string config_file;  // the effective config as a file, for workers
+  std::string seeds_file;   // seed URLs, one per line, for workers
+  int workers = 2;          // worker processes (count, >= 2)
+  FILE* progress = stderr;  // nullptr: no progress lines
+  bool progress_tty = false;
+  // Delay before restarting a crashed worker (milliseconds): doubles after
+  // each crash of that worker, up to the maximum; back to the minimum once
+  // it reported ready again.
+  int restart_min_ms = 250;
+  int restart_max_ms = 30000;
+};
+
+// Runs the crawl to its end on the calling thread; returns the summed
+// summary (also written to <data>/summary.json by the caller). Fails if a
+// worker cannot be started at all.
+[[nodiscard]] Result<CrawlSummary> RunSupervisor(
+    const SupervisorOptions& options);
+
+}  // namespace crawld::daemon
+
+#endif  // CRAWLD_DAEMON_SUPERVISOR_H_
