@@ -541,7 +541,9 @@ constexpr Key kKeys[] = {
 
     // [workers]
     IntKey(CRAWLD_CONF_FIELD(workers, count), 0, 256,
-           "Worker processes; 0 = one per CPU core."),
+           "Worker processes, each owning the hosts the consistent-hash "
+           "ring gives it (docs/CLUSTER.md); 0 = automatic, for now one "
+           "(the admin API is per worker with more)."),
 };
 
 #undef CRAWLD_CONF_FIELD

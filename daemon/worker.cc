@@ -193,6 +193,13 @@ class Worker::Impl {
   int previous_workers_ = 1;  // the worker count of the checkpoint
   // The admin API on this loop (docs/API.md).
   Status StartAdmin();
+  // <data>/run/admin.url, or admin-<worker>.url with several workers.
+  std::string AdminUrlFile() const {
+    return config_.crawl.data_dir +
+           (options_.workers > 1
+                ? "/run/admin-" + std::to_string(options_.worker_id) + ".url"
+                : std::string("/run/admin.url"));
+  }
   std::string StateName() const;
   Json StatusJson();
   void SyncMetrics();
@@ -1545,7 +1552,7 @@ void Worker::Impl::CloseAll() {
     // The address is valid only while crawld runs; a stale one would send
     // crawlctl to whatever listens there next.
     std::error_code ec;
-    std::filesystem::remove(config_.crawl.data_dir + "/run/admin.url", ec);
+    std::filesystem::remove(AdminUrlFile(), ec);
     // Not destroyed here: CloseAll can run inside an admin handler (the
     // stop call), and a server must not be destroyed by its own callback.
     uv_timer_init(&loop_, &admin_close_timer_);
@@ -1878,7 +1885,12 @@ Status Worker::Impl::StartAdmin() {
   if (!config_.admin.enabled) return Status::Ok();
   AdminServer::Options ao;
   ao.bind_address = config_.admin.address;
-  ao.port = static_cast<uint16_t>(config_.admin.port);
+  // With several workers each has its own API (the supervisor does not
+  // proxy yet): a fixed port becomes port + worker id.
+  ao.port = static_cast<uint16_t>(
+      config_.admin.port == 0 || options_.workers == 1
+          ? config_.admin.port
+          : std::min(65535, config_.admin.port + options_.worker_id));
   ao.token = config_.admin.token;
   auto server = AdminServer::Create(&loop_, ao);
   if (!server.ok()) return server.status();
@@ -2059,7 +2071,7 @@ Status Worker::Impl::StartAdmin() {
                           ":" + std::to_string(admin_->port());
   std::error_code ec;
   std::filesystem::create_directories(config_.crawl.data_dir + "/run", ec);
-  const std::string path = config_.crawl.data_dir + "/run/admin.url";
+  const std::string path = AdminUrlFile();
   const std::string tmp = path + ".tmp";
   if (FILE* f = fopen(tmp.c_str(), "w")) {
     fprintf(f, "%s\n", url.c_str());
