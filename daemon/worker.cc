@@ -1885,12 +1885,13 @@ Status Worker::Impl::StartAdmin() {
   if (!config_.admin.enabled) return Status::Ok();
   AdminServer::Options ao;
   ao.bind_address = config_.admin.address;
-  // With several workers each has its own API (the supervisor does not
-  // proxy yet): a fixed port becomes port + worker id.
-  ao.port = static_cast<uint16_t>(
-      config_.admin.port == 0 || options_.workers == 1
-          ? config_.admin.port
-          : std::min(65535, config_.admin.port + options_.worker_id));
+  ao.port = static_cast<uint16_t>(config_.admin.port);
+  if (options_.control_fd >= 0) {
+    // Under a supervisor, which serves the configured address and port and
+    // asks its workers: loopback, any free port (run/admin-<id>.url).
+    ao.bind_address = "127.0.0.1";
+    ao.port = 0;
+  }
   ao.token = config_.admin.token;
   auto server = AdminServer::Create(&loop_, ao);
   if (!server.ok()) return server.status();
