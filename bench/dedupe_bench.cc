@@ -4,9 +4,10 @@
 // docs/bench/dedupe.md (SeenSet's first figures: docs/bench/frontier.md).
 //
 // The store lives in a fresh directory under $TMPDIR (or /tmp), removed at
-// exit; it needs about 0.4 GB of disk and 0.5 GB of memory.
+// exit; it needs about 0.4 GB of disk and 0.6 GB of memory.
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -141,6 +142,13 @@ Options StoreOptions(const std::string& name, uint64_t expected, double p) {
   return o;  // batch_size, caches: the defaults
 }
 
+// Peak resident set of the whole process so far (MB).
+double PeakRssMb() {
+  struct rusage ru {};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
 void Check(const Status& s) {
   if (!s.ok()) {
     std::fprintf(stderr, "dedupe_bench: %s\n", s.ToString().c_str());
@@ -195,6 +203,9 @@ void BM_StoreFill10M(benchmark::State& state) {
     FillStore(*g_store);
   }
   state.SetItemsProcessed(state.iterations() * kUrls);
+  state.counters["table_mb"] =
+      static_cast<double>(g_store->store->exact_table_bytes()) / 1e6;
+  state.counters["peak_rss_mb"] = PeakRssMb();
 }
 
 // Contains() on the 10 M store, half the lookups hitting (a uniformly
@@ -218,13 +229,16 @@ void BM_StoreContainsHalfHit(benchmark::State& state) {
       static_cast<double>(f.store->store_reads() - reads_before) / n;
   state.counters["bloom_fp"] =
       static_cast<double>(f.store->bloom_false_positives() - fps_before);
+  state.counters["table"] = f.store->exact_table_active();
+  state.counters["peak_rss_mb"] = PeakRssMb();
 }
 
 // As above, but the hits are skewed as links are (a few URLs, such as home
 // and navigation pages, are found again and again): the hit is inserted key
 // number floor(10M^u) - 1 with u uniform in [0, 1), a Zipf(1)-like law
-// over the keys. Shows what the hot cache buys; the uniform case above is
-// the worst case.
+// over the keys. Shows what the hot cache buys when the exact table is off
+// (docs/bench/dedupe.md, the Bloom-only run); with the table it is as fast
+// as the uniform case.
 void BM_StoreContainsHalfHitZipf(benchmark::State& state) {
   FilledStore& f = SharedStore();
   std::mt19937_64 rng(12);
@@ -264,25 +278,50 @@ void BM_StoreInsertIfNewHalfHit(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
   state.counters["new_ratio"] =
       static_cast<double>(fresh) / static_cast<double>(state.iterations());
+  state.counters["table"] = f.store->exact_table_active();
+  state.counters["table_mb"] =
+      static_cast<double>(f.store->exact_table_bytes()) / 1e6;
+  state.counters["peak_rss_mb"] = PeakRssMb();
 }
 
-// Close and reopen the 10 M store: with the saved Bloom file (arg 1), or
-// with the file deleted so Open rebuilds the filter from LevelDB (arg 0).
+// Close and reopen the 10 M store. Arg 1: Open loads the saved Bloom file
+// and exact table (a restart after Close). Arg 0: both files deleted, one
+// scan of LevelDB rebuilds both (a restart after a kill, where both are
+// stale). Arg 3: only the table file deleted (a scan for the table). Arg 2:
+// the table off (the Bloom-only store: Open just loads the Bloom file); it
+// leaves the store open that way for BM_StoreContainsHalfHitNoTable.
 void BM_StoreReopen(benchmark::State& state) {
   FilledStore& f = SharedStore();
-  const Options o = StoreOptions("seen10m", kUrls, 0.01);
+  Options o = StoreOptions("seen10m", kUrls, 0.01);
+  if (state.range(0) == 2) o.exact_table_bytes = 0;
   bool loaded = false;
   for (auto _ : state) {
     state.PauseTiming();
     Check(f.store->Close());
     f.store.reset();
     if (state.range(0) == 0) std::filesystem::remove(o.dir + "/seen.bloom");
+    if (state.range(0) == 0 || state.range(0) == 3) {
+      std::filesystem::remove(o.dir + "/seen.table");
+    }
     state.ResumeTiming();
     f.store = Check(UrlSeenStore::Open(o));
     loaded = f.store->bloom_loaded();
   }
   state.counters["bloom_loaded"] = loaded;
   state.counters["size"] = static_cast<double>(f.store->size());
+  state.counters["table"] = f.store->exact_table_active();
+  state.counters["table_loaded"] = f.store->exact_table_loaded();
+}
+
+// BM_StoreContainsHalfHit without the exact table (the store as reopened
+// by BM_StoreReopen/2): the Bloom filter, hot cache and LevelDB path.
+void BM_StoreContainsHalfHitNoTable(benchmark::State& state) {
+  FilledStore& f = SharedStore();
+  if (f.store->exact_table_active()) {
+    state.SkipWithError("run BM_StoreReopen/2 first");
+    return;
+  }
+  BM_StoreContainsHalfHit(state);
 }
 
 // Measured Bloom false-positive rate of the store at its design load
@@ -290,8 +329,10 @@ void BM_StoreReopen(benchmark::State& state) {
 // and LevelDB's "no".
 void BM_StoreBloomFalsePositiveRate(benchmark::State& state) {
   const double target = 1.0 / static_cast<double>(state.range(0));
-  auto store = Check(UrlSeenStore::Open(
-      StoreOptions("fp" + std::to_string(state.range(0)), 1'000'000, target)));
+  Options o =
+      StoreOptions("fp" + std::to_string(state.range(0)), 1'000'000, target);
+  o.exact_table_bytes = 0;  // the filter is what is measured
+  auto store = Check(UrlSeenStore::Open(o));
   std::mt19937_64 rng(9);
   for (int i = 0; i < 1'000'000; ++i) {
     benchmark::DoNotOptimize(Check(store->InsertIfNew(rng() % 10'000, rng())));
@@ -376,8 +417,11 @@ BENCHMARK(BM_StoreInsertIfNewHalfHit)->Iterations(2'000'000);
 BENCHMARK(BM_StoreReopen)
     ->Arg(1)
     ->Arg(0)
+    ->Arg(3)
+    ->Arg(2)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
+BENCHMARK(BM_StoreContainsHalfHitNoTable)->Iterations(2'000'000);
 BENCHMARK(BM_StoreBloomFalsePositiveRate)
     ->Arg(100)
     ->Arg(1000)

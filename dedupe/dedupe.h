@@ -11,8 +11,8 @@
 //
 // SeenSet keeps the exact set in memory (an open-addressing hash set of
 // uint64, 11 to 22 bytes per URL with its load kept in (3/8, 3/4]);
-// UrlSeenStore keeps it in LevelDB, with only the Bloom filter and a small
-// cache resident, and survives restarts.
+// UrlSeenStore keeps it in LevelDB, survives restarts, and mirrors it in an
+// exact in-memory table while that fits a memory budget.
 //
 // SimHash and NearDupIndex find near-duplicate pages (same text but for a
 // date, a counter, an ad).
@@ -67,15 +67,24 @@ struct Options {
   // UrlSeenStore: new fingerprints buffered in memory before one LevelDB
   // write batch (count). Clamped to [1, 1'000'000].
   size_t batch_size = 4096;
-  // UrlSeenStore: fingerprints known to be present that are kept in memory
-  // to spare a LevelDB read (count; rounded up to a power of two; 0 turns
-  // the cache off). 16 bytes each.
+  // UrlSeenStore without its exact table: fingerprints known to be present
+  // that are kept in memory to spare a LevelDB read (count; rounded up to a
+  // power of two; 0 turns the cache off). 17 bytes each.
   size_t hot_cache_entries = 1 << 16;
   // UrlSeenStore: LevelDB block cache (bytes). Clamped to >= 1 MiB.
   size_t cache_bytes = 64 << 20;
   // UrlSeenStore: LevelDB memtable size (bytes). Clamped to
   // [64 KiB, 1 GiB].
   size_t write_buffer_bytes = 8 << 20;
+  // UrlSeenStore: memory budget of the exact in-memory table of stored
+  // (host_hash, fingerprint) pairs (bytes; 0 turns the table off). About
+  // 15 to 17 bytes a URL at expected_urls (12-byte slots at 70% to 80%
+  // load) plus 12 to 24 bytes a host: the default holds 10 M URLs (about
+  // 170 MB) with room to grow to about 15 M. When the table would exceed
+  // it, the store drops the table and answers from the Bloom filter and
+  // LevelDB (slower, as exact); Open skips the table when the stored count
+  // alone would exceed it. Growing briefly holds the old table too.
+  size_t exact_table_bytes = size_t{256} << 20;
   // NearDupIndex: simhashes kept (count); the oldest is forgotten first.
   // Clamped to [1, 2^28]. About 8 + 20 x (max_distance + 1) bytes each.
   size_t near_dup_max_entries = 1 << 20;
@@ -136,11 +145,23 @@ class SeenSet {
   size_t size_ = 0;
 };
 
-// URL-seen store of one worker: the SeenSet design with the exact set on
-// disk. A Bloom filter in memory answers "never seen" without I/O; every
-// "maybe" is checked against the exact 64-bit fingerprints in LevelDB
-// (https://github.com/google/leveldb/blob/main/doc/index.md), so a Bloom
-// false positive costs a read but never drops a new URL.
+// URL-seen store of one worker: the exact set on disk in LevelDB
+// (https://github.com/google/leveldb/blob/main/doc/index.md), answered from
+// memory.
+//
+// Lookups: while the stored pairs fit Options::exact_table_bytes, an exact
+// in-memory table of them answers every lookup with no I/O (about 17 bytes
+// a URL at expected_urls: host hashes interned to 32-bit ids, and per slot the
+// id and a 64-bit bijection of the fingerprint, so equality is on the full pair
+// and no hash collision can drop a new URL). Why: with hits spread uniformly
+// over 10 M stored keys, a hit answered by LevelDB costs a 4 to 7 us Get (a
+// hot cache cannot help uniform hits), so the Bloom design below stays
+// under 500 k lookups/s; the table does about 5 M (docs/bench/dedupe.md).
+// Beyond the budget the store falls back to the Bloom design: a Bloom
+// filter answers "never seen" without I/O, every "maybe" is checked against
+// LevelDB, so a Bloom false positive costs a read but never drops a new URL;
+// a small cache of present keys spares reads of hot ones. LevelDB stays the
+// durable log in both modes.
 //
 // Keys are "f" + host_hash + fingerprint, both big-endian, so one host's
 // fingerprints are one contiguous key range (ForEachOfHost, EraseHost: moving
@@ -153,10 +174,12 @@ class SeenSet {
 // with Options::sync). A kill loses at most the unflushed tail.
 //
 // Restart: Flush() and Close() also save the Bloom filter to `seen.bloom` in
-// the directory (header: geometry, count, write epoch, XXH3 checksum). Open
-// loads it when it matches the database and Options exactly, and otherwise
-// (missing, damaged, stale after a kill, other geometry) rebuilds it by
-// scanning the database: slower, never wrong.
+// the directory (header: geometry, count, write epoch, XXH3 checksum), and
+// Close() the exact table to `seen.table` (same checks; ~12 bytes a slot,
+// too big to write at every Flush). Open loads each when it matches the
+// database exactly (and the table fits the budget), and otherwise (missing,
+// damaged, stale after a kill, other geometry) rebuilds it by scanning the
+// database: slower (about 5 s of CPU at 11 M keys), never wrong.
 //
 // Owned by one worker loop; not thread-safe. Every call may block on disk.
 // Not copyable or movable (hand out the unique_ptr).
@@ -186,11 +209,12 @@ class UrlSeenStore {
   // not per URL). On error the buffered fingerprints stay buffered and a
   // later Flush() retries them.
   [[nodiscard]] Status Flush();
-  // Flush(), then releases the database. Later calls fail with
+  // Flush(), saves the exact table (`seen.table`), then releases the
+  // database and the table's memory. Later calls fail with
   // kFailedPrecondition. Idempotent. If the batch cannot be written the
   // store stays open (retry, or destroy it and lose the unflushed tail); if
-  // only the Bloom save fails it closes all the same (the next Open
-  // rebuilds the filter).
+  // only the Bloom or table save fails it closes all the same (the next
+  // Open rebuilds them).
   [[nodiscard]] Status Close();
 
   // Calls `visit` with every fingerprint of `host_hash`, in ascending order,
@@ -219,6 +243,15 @@ class UrlSeenStore {
   // Bloom filter geometry, chosen from Options: bits (m) and hashes (k).
   uint64_t bloom_bits() const;
   int bloom_hashes() const;
+  // True while the exact in-memory table answers lookups; false once it
+  // was dropped for the budget, or when Options::exact_table_bytes is 0.
+  // Bloom statistics count only lookups made without the table.
+  bool exact_table_active() const;
+  // True if Open loaded the exact table from `seen.table` (saved by
+  // Close), false if it scanned LevelDB for it or has no table.
+  bool exact_table_loaded() const;
+  // Memory held by the exact table (bytes); 0 when not active.
+  size_t exact_table_bytes() const;
 
  private:
   struct Rep;

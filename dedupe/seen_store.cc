@@ -1,4 +1,5 @@
-// UrlSeenStore: Bloom filter + hot cache + pending batch in memory, exact
+// UrlSeenStore: an exact in-memory pair table (or, over its memory budget,
+// a Bloom filter + hot cache) and the pending batch in memory, exact
 // fingerprints in LevelDB. See dedupe.h for the contract.
 #include <fcntl.h>
 #include <leveldb/cache.h>
@@ -22,6 +23,7 @@
 
 #include "dedupe/bloom_internal.h"
 #include "dedupe/dedupe.h"
+#include "dedupe/pair_table.h"
 
 namespace crawld::dedupe {
 namespace {
@@ -36,12 +38,13 @@ constexpr std::string_view kEpochKey = "m:epoch";
 constexpr std::string_view kCountKey = "m:count";
 constexpr const char* kBloomFile = "seen.bloom";
 constexpr const char* kBloomTmpFile = "seen.bloom.tmp";
+constexpr const char* kTableFile = "seen.table";
+constexpr const char* kTableTmpFile = "seen.table.tmp";
 
 // "CRWDBLM1" read as a little-endian integer: a file written on a machine of
 // the other byte order fails this check and is rebuilt, not misread.
 constexpr uint64_t kBloomMagic = 0x314d4c4257445243ULL;
 constexpr uint32_t kBloomVersion = 1;
-constexpr uint64_t kHostSeed = 0x27d4eb2f165667c5ULL;
 
 struct Key {
   uint64_t host = 0;
@@ -51,7 +54,7 @@ struct Key {
 
 // The Bloom filter sees one 64-bit value per key; for a fixed host it is a
 // bijection of the fingerprint, so one host's URLs never collide here.
-uint64_t BloomKey(const Key& k) { return k.fp ^ Mix(k.host ^ kHostSeed); }
+uint64_t BloomKey(const Key& k) { return internal::BloomKey(k.host, k.fp); }
 
 void PutBE64(char* p, uint64_t v) {
   for (int i = 7; i >= 0; --i) {
@@ -124,6 +127,50 @@ uint64_t HeaderSum(const BloomHeader& h) {
   return XXH3_64bits(&h, offsetof(BloomHeader, header_sum));
 }
 
+// "CRWDTBL1": seen.table, the exact table saved by Close() so that the
+// next Open skips the scan of LevelDB. Header, then the table's slot words,
+// host keys and host ids. Host byte order, like seen.bloom.
+constexpr uint64_t kTableMagic = 0x314c425444575243ULL;
+constexpr uint32_t kTableVersion = 1;
+
+struct TableHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t reserved;
+  uint64_t count;  // fingerprints in LevelDB when saved
+  uint64_t epoch;  // LevelDB write epoch when saved
+  uint64_t slots;
+  uint64_t size;
+  uint64_t hosts;
+  uint64_t host_slots;
+  uint64_t data_sum;    // XXH3-64 of the three arrays, in file order
+  uint64_t header_sum;  // XXH3-64 of the fields above
+};
+static_assert(sizeof(TableHeader) == 80);
+
+uint64_t HeaderSum(const TableHeader& h) {
+  return XXH3_64bits(&h, offsetof(TableHeader, header_sum));
+}
+
+template <typename T>
+size_t ByteSize(const std::vector<T>& v) {
+  return v.size() * sizeof(T);
+}
+
+// XXH3-64 of several buffers as one stream.
+class StreamSum {
+ public:
+  StreamSum() : state_(XXH3_createState()) { XXH3_64bits_reset(state_); }
+  ~StreamSum() { XXH3_freeState(state_); }
+  StreamSum(const StreamSum&) = delete;
+  StreamSum& operator=(const StreamSum&) = delete;
+  void Add(const void* p, size_t n) { XXH3_64bits_update(state_, p, n); }
+  uint64_t Digest() const { return XXH3_64bits_digest(state_); }
+
+ private:
+  XXH3_state_t* state_;
+};
+
 bool ReadAll(int fd, void* buf, size_t n) {
   auto* p = static_cast<char*>(buf);
   while (n > 0) {
@@ -164,6 +211,14 @@ struct UrlSeenStore::Rep {
   std::unique_ptr<leveldb::Cache> cache;
   std::unique_ptr<leveldb::DB> db;
   leveldb::WriteOptions write_options;
+
+  // The exact pair table, while table_active; every stored and pending
+  // key is in it. When it would outgrow Options::exact_table_bytes it is
+  // dropped for good (until the next Open), and lookups go to the Bloom
+  // filter, which is kept up to date in both modes for that moment.
+  internal::PairTable table{0, 0};
+  bool table_active = false;
+  bool table_loaded = false;  // from seen.table at Open
 
   // Bloom filter over BloomKey().
   std::vector<uint64_t> bloom;
@@ -290,8 +345,16 @@ struct UrlSeenStore::Rep {
     return GetBE64(value.data());
   }
 
+  void DropTable() {
+    table.Release();
+    table_active = false;
+  }
+
   Result<bool> Lookup(const Key& k) {
     ++lookups;
+    // Exact and in memory: no Bloom probe (the table's miss costs fewer
+    // cache misses than k Bloom bits), no LevelDB read.
+    if (table_active) return table.Contains(k.host, PairKeyOf(k));
     const uint64_t bk = BloomKey(k);
     if (!BloomMayContain(bk)) return false;
     if (CacheHas(k, bk) || PendingHas(k, bk)) return true;
@@ -332,8 +395,93 @@ struct UrlSeenStore::Rep {
     return ok;
   }
 
-  Status RebuildBloom() {
-    std::fill(bloom.begin(), bloom.end(), 0);
+  static uint64_t PairKeyOf(const Key& k) {
+    return internal::PairKey(k.host, k.fp);
+  }
+
+  // True when seen.table matches this database exactly and fits the budget.
+  bool LoadTable() {
+    const std::string path = Path(kTableFile);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    TableHeader h;
+    struct stat st;
+    internal::PairTable::Image im;
+    bool ok = ::fstat(fd, &st) == 0 && ReadAll(fd, &h, sizeof(h)) &&
+              h.magic == kTableMagic && h.version == kTableVersion &&
+              h.header_sum == HeaderSum(h) && h.count == stored &&
+              h.epoch == epoch && h.size == stored &&
+              // Bounds before allocating: a header cannot ask for more
+              // than the budget (nor overflow the size arithmetic).
+              h.slots <= options.exact_table_bytes / 12 &&
+              h.host_slots <= options.exact_table_bytes / 12 &&
+              static_cast<uint64_t>(st.st_size) ==
+                  sizeof(h) + h.slots * 12 + h.host_slots * 12;
+    if (ok) {
+      im.slots = h.slots;
+      im.size = h.size;
+      im.hosts = h.hosts;
+      im.words.resize(h.slots * 3);
+      im.host_keys.resize(h.host_slots);
+      im.host_ids.resize(h.host_slots);
+      ok = ReadAll(fd, im.words.data(), ByteSize(im.words)) &&
+           ReadAll(fd, im.host_keys.data(), ByteSize(im.host_keys)) &&
+           ReadAll(fd, im.host_ids.data(), ByteSize(im.host_ids));
+    }
+    ::close(fd);
+    if (!ok) return false;
+    StreamSum sum;
+    sum.Add(im.words.data(), ByteSize(im.words));
+    sum.Add(im.host_keys.data(), ByteSize(im.host_keys));
+    sum.Add(im.host_ids.data(), ByteSize(im.host_ids));
+    return sum.Digest() == h.data_sum && table.Adopt(std::move(im));
+  }
+
+  // Saves the table (REQUIRES: nothing pending) for the next Open. A write
+  // of ~12 bytes a slot: Close only, not at every Flush; after a kill the
+  // file is stale (epoch) and Open scans instead.
+  Status SaveTable() {
+    if (!table_active) return Status::Ok();
+    const std::string tmp = Path(kTableTmpFile);
+    const std::string path = Path(kTableFile);
+    TableHeader h{};
+    h.magic = kTableMagic;
+    h.version = kTableVersion;
+    h.count = stored;
+    h.epoch = epoch;
+    h.slots = table.slots();
+    h.size = table.size();
+    h.hosts = table.hosts();
+    h.host_slots = table.host_keys().size();
+    StreamSum sum;
+    sum.Add(table.words().data(), ByteSize(table.words()));
+    sum.Add(table.host_keys().data(), ByteSize(table.host_keys()));
+    sum.Add(table.host_ids().data(), ByteSize(table.host_ids()));
+    h.data_sum = sum.Digest();
+    h.header_sum = HeaderSum(h);
+    const int fd =
+        ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Errno("create", tmp);
+    bool ok =
+        WriteAll(fd, &h, sizeof(h)) &&
+        WriteAll(fd, table.words().data(), ByteSize(table.words())) &&
+        WriteAll(fd, table.host_keys().data(), ByteSize(table.host_keys())) &&
+        WriteAll(fd, table.host_ids().data(), ByteSize(table.host_ids())) &&
+        (!options.sync || ::fsync(fd) == 0);
+    Status s = ok ? Status::Ok() : Errno("write", tmp);
+    if (::close(fd) != 0 && s.ok()) s = Errno("close", tmp);
+    if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+      s = Errno("rename to", path);
+    }
+    if (!s.ok()) ::unlink(tmp.c_str());
+    return s;
+  }
+
+  // One scan of the database that fills what Open needs: the pair table
+  // when fill_table, the Bloom filter when fill_bloom. Stops early once
+  // neither needs more (the table went over budget, the Bloom was loaded).
+  Status ScanKeys(bool fill_bloom, bool fill_table) {
+    if (fill_bloom) std::fill(bloom.begin(), bloom.end(), 0);
     leveldb::ReadOptions ro;
     ro.fill_cache = false;  // one pass over everything: keep the hot blocks
     std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ro));
@@ -347,7 +495,12 @@ struct UrlSeenStore::Rep {
                                   std::to_string(key.size()) +
                                   " bytes, want 17");
       }
-      BloomAdd(BloomKey(Key{GetBE64(key.data() + 1), GetBE64(key.data() + 9)}));
+      const Key k{GetBE64(key.data() + 1), GetBE64(key.data() + 9)};
+      if (fill_bloom) BloomAdd(BloomKey(k));
+      if (fill_table && table_active && !table.Add(k.host, PairKeyOf(k))) {
+        DropTable();
+        if (!fill_bloom) return Status::Ok();
+      }
       ++n;
     }
     if (Status s = Translate(it->status(), "scan"); !s.ok()) return s;
@@ -481,8 +634,23 @@ Result<std::unique_ptr<UrlSeenStore>> UrlSeenStore::Open(
   if (rep->bloom_loaded) {
     rep->saved_epoch = rep->epoch;
     rep->bloom_saved = true;
-  } else if (Status s = rep->RebuildBloom(); !s.ok()) {
-    return s;
+  }
+  bool fill_table = false;
+  if (o.exact_table_bytes > 0) {
+    rep->table = internal::PairTable(o.exact_table_bytes, o.expected_urls);
+    rep->table_active = true;
+    rep->table_loaded = rep->LoadTable();
+    // Else sized for the stored keys (growth lands on expected_urls as in a
+    // fresh run); a store already over the budget skips the scan.
+    if (!rep->table_loaded) {
+      fill_table = rep->table.Reserve(rep->stored);
+      if (!fill_table) rep->DropTable();
+    }
+  }
+  if (fill_table || !rep->bloom_loaded) {
+    if (Status s = rep->ScanKeys(!rep->bloom_loaded, fill_table); !s.ok()) {
+      return s;
+    }
   }
   return std::unique_ptr<UrlSeenStore>(new UrlSeenStore(std::move(rep)));
 }
@@ -504,6 +672,11 @@ Result<bool> UrlSeenStore::InsertIfNew(uint64_t host_hash,
   r.PendingAdd(k, bk);
   r.BloomAdd(bk);
   r.CacheAdd(k, bk);
+  if (r.table_active && !r.table.Add(k.host, Rep::PairKeyOf(k))) {
+    // Over budget: the Bloom filter, cache and pending set already hold
+    // this key, which is all the fallback path needs.
+    r.DropTable();
+  }
   return true;
 }
 
@@ -524,9 +697,12 @@ Status UrlSeenStore::Close() {
   if (r.closed) return Status::Ok();
   // A failed batch keeps the store open so that a retry can still save it.
   if (Status s = r.WritePending(); !s.ok()) return s;
-  // A failed Bloom save loses nothing: the next Open rebuilds the filter.
+  // A failed Bloom or table save loses nothing: the next Open rebuilds
+  // them from LevelDB.
   Status s = r.SaveBloom();
+  if (Status t = r.SaveTable(); s.ok()) s = t;
   r.db.reset();
+  r.DropTable();
   r.closed = true;
   return s;
 }
@@ -558,10 +734,17 @@ Result<uint64_t> UrlSeenStore::EraseHost(uint64_t host_hash) {
   const leveldb::Slice p = ToSlice(prefix.data(), prefix.size());
   leveldb::WriteBatch b;
   uint64_t n = 0;
+  std::vector<uint64_t> fps;  // to take out of the table once written
   {
     std::unique_ptr<leveldb::Iterator> it(r.db->NewIterator({}));
     for (it->Seek(p); it->Valid() && it->key().starts_with(p); it->Next()) {
+      if (it->key().size() != kKeySize) {
+        return Status::Corruption("dedupe: fingerprint key of " +
+                                  std::to_string(it->key().size()) +
+                                  " bytes, want 17");
+      }
       b.Delete(it->key());
+      if (r.table_active) fps.push_back(GetBE64(it->key().data() + 9));
       ++n;
     }
     if (Status s = Translate(it->status(), "scan host"); !s.ok()) return s;
@@ -572,6 +755,8 @@ Result<uint64_t> UrlSeenStore::EraseHost(uint64_t host_hash) {
     return s;
   }
   r.CacheClear();
+  for (uint64_t fp : fps)
+    r.table.Erase(host_hash, internal::PairKey(host_hash, fp));
   return n;
 }
 
@@ -587,5 +772,8 @@ uint64_t UrlSeenStore::lookups() const { return rep_->lookups; }
 uint64_t UrlSeenStore::store_reads() const { return rep_->store_reads; }
 uint64_t UrlSeenStore::bloom_bits() const { return rep_->bloom_bits; }
 int UrlSeenStore::bloom_hashes() const { return rep_->bloom_hashes; }
+bool UrlSeenStore::exact_table_active() const { return rep_->table_active; }
+bool UrlSeenStore::exact_table_loaded() const { return rep_->table_loaded; }
+size_t UrlSeenStore::exact_table_bytes() const { return rep_->table.bytes(); }
 
 }  // namespace crawld::dedupe
