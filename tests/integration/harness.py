@@ -222,6 +222,10 @@ class Webfarm:
     def seeds(self) -> list[str]:
         return self._lines("seeds.txt")
 
+    def link_farm_hosts(self) -> set[str]:
+        """Names of the link-farm (spam) hosts, from link_farm.txt."""
+        return set(self._lines("link_farm.txt"))
+
     def hosts(self) -> dict[str, str]:
         """name -> IP, from the hosts file."""
         out = {}
@@ -424,3 +428,47 @@ def fetched_urls(requests, port: int, methods=("GET",)) -> set[str]:
     """Canonical URLs (as in manifest.txt) of the logged requests."""
     return {f"http://{r['host']}:{port}{r['path']}" for r in requests
             if r["method"] in methods}
+
+
+def link_farm_report(requests, port: int, manifest: Iterable[str],
+                     farm_hosts: Iterable[str]) -> dict[str, Any]:
+    """How a crawl fared against a link farm, from the request log alone.
+
+    Requests are taken in the order the server took them up (start_us).
+    "Until" means up to and including the first request of the manifest URL
+    that was fetched last; every logged request counts as a fetch
+    (robots.txt, errors and aborted ones too: each took a connection).
+    Returns: missing (manifest URLs never requested, sorted), total, farm
+    (farm requests in the whole log), until, farm_until, share (farm_until
+    / until; None while a manifest URL is missing), normal_done_s (seconds
+    from the first request's start to the end of that last manifest fetch;
+    None while one is missing).
+    """
+    farm_hosts = set(farm_hosts)
+    reqs = sorted(requests, key=lambda r: (r["start_us"], r["end_us"]))
+    want = set(manifest)
+    first: dict[str, int] = {}
+    for i, r in enumerate(reqs):
+        if r["method"] != "GET":
+            continue
+        url = f"http://{r['host']}:{port}{r['path']}"
+        if url in want and url not in first:
+            first[url] = i
+    out: dict[str, Any] = {
+        "missing": sorted(want - set(first)),
+        "total": len(reqs),
+        "farm": sum(1 for r in reqs if r["host"] in farm_hosts),
+        "until": None, "farm_until": None, "share": None,
+        "normal_done_s": None,
+    }
+    if out["missing"] or not reqs:
+        return out
+    last = max(first.values()) if first else -1
+    head = reqs[:last + 1]
+    out["until"] = len(head)
+    out["farm_until"] = sum(1 for r in head if r["host"] in farm_hosts)
+    out["share"] = out["farm_until"] / max(1, out["until"])
+    if last >= 0:
+        out["normal_done_s"] = (reqs[last]["end_us"] -
+                                reqs[0]["start_us"]) / 1e6
+    return out

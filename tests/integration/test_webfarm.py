@@ -74,12 +74,14 @@ class LinkParser(HTMLParser):
             self.meta_nofollow = True
 
 
-def reference_crawl(farm, max_urls=20000):
+def reference_crawl(farm, max_urls=20000, skip_hosts=(), skipped=None):
     """A tiny polite crawler over live fetches: robots.txt first (RFC 9309:
     2xx rules, 3xx followed, 4xx allow all, 5xx or no answer disallow all),
     follows links and redirects, honours meta and rel nofollow, retries
     503/429, and does not expand trap pages (/cal/, /deep/, ?sid=), as the
-    manifest contract says. Returns (fetched URLs, disallowed URLs)."""
+    manifest contract says. URLs of `skip_hosts` (the link farm, which is
+    endless) are not fetched but added to the set `skipped`. Returns
+    (fetched URLs, disallowed URLs)."""
     robots = {}
 
     def rules(host):
@@ -114,6 +116,9 @@ def reference_crawl(farm, max_urls=20000):
         url = queue.pop(0)
         u = urllib.parse.urlsplit(url)
         host = u.hostname
+        if host in skip_hosts:
+            skipped.add(url)
+            continue
         path = u.path + ("?" + u.query if u.query else "")
         if any(u.path.startswith(p) for p in rules(host)):
             disallowed.add(url)
@@ -494,6 +499,154 @@ class Behaviours(unittest.TestCase):
         self.assertTrue(self.get(4, "/f/doc.pdf")[2].startswith(b"%PDF-"))
         self.assertTrue(self.get(4, "/f/img.png")[2].startswith(b"\x89PNG"))
         self.assertIn(b"\x00", self.get(4, "/f/lie.html")[2])
+
+
+class LinkFarm(unittest.TestCase):
+    """The link-farm profile (docs/bench/linkfarm.md, "The webfarm's link
+    farm"): dense, closed, endless spam hosts reached by one link; none of
+    it in the manifest."""
+
+    CFG = {"seed": 4, "hosts": 9, "pages": 12, "links": 5,
+           "cross_host_share": 0.5, "relative_share": 0.5, "page_bytes": 900,
+           "profile": [{"hosts": "3-7", "link_farm": True,
+                        "link_farm_links": 12},
+                       {"hosts": [1], "link_farm_entry": 4,
+                        "redirects": "cross-host"},
+                       {"hosts": [8], "redirects": "cross-host"}]}
+    FARM = {f"h{i}.farm.test" for i in range(3, 8)}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.farm = Webfarm(cls.CFG)
+        cls.farm.__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.farm.__exit__(None, None, None)
+
+    def links(self, host, path):
+        st, hd, body = fetch(self.farm, host, path)
+        self.assertEqual(st, 200, (host, path))
+        self.assertTrue(hd["content-type"].startswith("text/html"))
+        p = LinkParser()
+        p.feed(body.decode("latin-1"))
+        return [urllib.parse.urljoin(f"http://{host}:{self.farm.port}{path}",
+                                     h) for h, _ in p.links]
+
+    def test_files_seeds_and_manifest_leave_the_farm_out(self):
+        farm = self.farm
+        self.assertEqual(farm.link_farm_hosts(), self.FARM)
+        normal = [0, 1, 2, 8]
+        self.assertEqual(farm.seeds(), [farm.url(f"h{i}.farm.test",
+                                                 "/p/0.html") for i in normal])
+        # The hosts file still names every host (the crawler resolves them).
+        self.assertEqual(len(farm.hosts()), 9)
+        m = farm.manifest()
+        self.assertFalse([u for u in m if "/spam/" in u])
+        self.assertFalse([u for u in m
+                          if urllib.parse.urlsplit(u).hostname in self.FARM])
+        self.assertEqual(len(m), 4 * 12 + 2)  # plus two /r/x/1 redirects
+
+    def test_manifest_equals_reference_crawl_and_one_link_enters(self):
+        skipped = set()
+        fetched, disallowed = reference_crawl(self.farm, skip_hosts=self.FARM,
+                                              skipped=skipped)
+        self.assertEqual(sorted(fetched), self.farm.manifest())
+        self.assertEqual(disallowed, set())
+        entry = self.farm.url("h3.farm.test", "/spam/0.html")
+        self.assertEqual(skipped, {entry})
+        # Exactly one link in the whole normal web points into the farm, on
+        # the configured page; cross-host redirects skip the farm too
+        # (h1 -> h2, h8 -> h0, not h8 -> h9 or into h3..h7).
+        into = [(u, t) for u in fetched for t in
+                (self.links(urllib.parse.urlsplit(u).hostname,
+                            urllib.parse.urlsplit(u).path)
+                 if "/r/" not in u else [])
+                if urllib.parse.urlsplit(t).hostname in self.FARM]
+        self.assertEqual(into, [(self.farm.url("h1.farm.test", "/p/4.html"),
+                                 entry)])
+        st, hd, _ = fetch(self.farm, "h8.farm.test", "/r/x/1")
+        self.assertEqual((st, hd["location"]),
+                         (301, self.farm.url("h0.farm.test", "/p/1.html")))
+
+    def test_spam_pages_are_dense_closed_and_endless(self):
+        host, path = "h3.farm.test", "/spam/0.html"
+        seen, cross, total = set(), 0, 0
+        for step in range(40):
+            links = self.links(host, path)
+            self.assertEqual(len(links), 12)
+            for t in links:
+                u = urllib.parse.urlsplit(t)
+                self.assertIn(u.hostname, self.FARM, t)  # closed
+                self.assertRegex(u.path, r"^/spam/\d+\.html$")
+                cross += u.hostname != host
+                total += 1
+            seen.add((host, path))
+            # Walk to the last link: its id grows ~12x per step until it
+            # wraps at 10^15, and every step is a URL not seen before.
+            nxt = urllib.parse.urlsplit(links[-1])
+            host, path = nxt.hostname, nxt.path
+        self.assertEqual(len(seen), 40)
+        self.assertGreater(cross / total, 0.75)  # 0.9 expected
+        # The largest id answers and its links wrap instead of overflowing.
+        links = self.links("h5.farm.test", "/spam/999999999999999.html")
+        self.assertIn(self.farm.url("h5.farm.test", "/spam/0.html"), links)
+        # Same bytes every time; nothing but /spam/ on a spam host.
+        self.assertEqual(fetch(self.farm, "h4.farm.test", "/spam/7.html")[2],
+                         fetch(self.farm, "h4.farm.test", "/spam/7.html")[2])
+        for p in ("/p/0.html", "/spam/1000000000000000.html", "/spam/01.html",
+                  "/spam/x.html"):
+            self.assertEqual(fetch(self.farm, "h4.farm.test", p)[0], 404, p)
+        self.assertEqual(fetch(self.farm, "h0.farm.test", "/spam/0.html")[0],
+                         404)
+        self.assertEqual(self.links("h4.farm.test", "/"),
+                         [self.farm.url("h4.farm.test", "/spam/0.html")])
+        st, _, body = fetch(self.farm, "h4.farm.test", "/robots.txt")
+        self.assertEqual((st, body), (200, b"User-agent: *\nDisallow:\n"))
+
+    def test_link_farm_report(self):
+        def req(t, host, path):
+            return {"host": host, "path": path, "method": "GET",
+                    "start_us": t, "end_us": t + 5}
+        port, farm = 8, {"s.farm.test"}
+        m = ["http://a.farm.test:8/p/0.html", "http://a.farm.test:8/p/1.html"]
+        log = [req(40, "a.farm.test", "/p/1.html"),  # completion order
+               req(10, "a.farm.test", "/robots.txt"),
+               req(20, "a.farm.test", "/p/0.html"),
+               req(30, "s.farm.test", "/spam/0.html"),
+               req(50, "s.farm.test", "/spam/1.html"),
+               req(60, "a.farm.test", "/p/1.html")]
+        r = harness.link_farm_report(log, port, m, farm)
+        self.assertEqual(
+            r, {"missing": [], "total": 6, "farm": 2, "until": 4,
+                "farm_until": 1, "share": 0.25, "normal_done_s": 35e-6})
+        r = harness.link_farm_report(log[1:4], port, m, farm)
+        self.assertEqual((r["missing"], r["share"], r["farm"]),
+                         ([m[1]], None, 1))
+
+    def test_bad_link_farm_configs_are_reported(self):
+        bad = [
+            ("hosts = 2\n[[profile]]\nhosts = \"0-1\"\nlink_farm = true\n",
+             "at least one host"),
+            ("hosts = 2\n[[profile]]\nhosts = 0\nlink_farm_entry = 1\n",
+             "needs a link_farm host"),
+            ("hosts = 2\npages = 3\n[[profile]]\nhosts = 1\n"
+             "link_farm = true\n[[profile]]\nhosts = 0\n"
+             "link_farm_entry = 3\n", "link_farm_entry must be a page"),
+            ("hosts = 2\n[[profile]]\nhosts = 1\nlink_farm = true\n"
+             "link_farm_entry = 0\n", "must be on a normal host"),
+            ("hosts = 3\n[[profile]]\nhosts = 1\nlink_farm = true\n"
+             "[[profile]]\nhosts = 2\nmirror_of = 1\n", "mirror_of"),
+            ("hosts = 2\n[[profile]]\nhosts = 1\n"
+             "link_farm_cross_share = 1.5\n", "farm.toml:4"),
+            ("hosts = 2\n[[profile]]\nhosts = 1\nlink_farm_links = 0\n",
+             "farm.toml:4"),
+        ]
+        for text, want in bad:
+            with self.assertRaises(RuntimeError, msg=text) as ctx:
+                with Webfarm(text):
+                    pass
+            self.assertIn(want, str(ctx.exception), text)
 
 
 class Protocol(unittest.TestCase):

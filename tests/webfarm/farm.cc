@@ -328,6 +328,19 @@ Status ApplyProfileKey(const std::string& file, std::string_view key,
   if (key == "non_html") return set_bool(&p->non_html);
   if (key == "malformed") return set_bool(&p->malformed);
   if (key == "nofollow") return set_bool(&p->nofollow);
+  if (key == "link_farm") return set_bool(&p->link_farm);
+  if (key == "link_farm_links") return set_int(&p->link_farm_links, 1, 1000);
+  if (key == "link_farm_entry") {
+    return set_int(&p->link_farm_entry, 0, 10000000 - 1);
+  }
+  if (key == "link_farm_cross_share") {
+    auto v = n.value<double>();
+    if (!v || !(*v >= 0 && *v <= 1)) {
+      return KeyError(file, n, "link_farm_cross_share must be in [0, 1]");
+    }
+    p->link_farm_cross_share = *v;
+    return Status::Ok();
+  }
   if (key == "x_robots_tag") {
     auto s = n.value<std::string>();
     // Printable ASCII only: the value goes verbatim into a response head.
@@ -429,12 +442,38 @@ Result<Config> FromTable(const toml::table& t, const std::string& file) {
       }
     }
   }
+  bool any_normal = false, any_farm = false;
+  for (const Profile& p : c.profiles) {
+    (p.link_farm ? any_farm : any_normal) = true;
+  }
+  auto host_error = [&](int h, const std::string& msg) {
+    return Status::InvalidArgument(file + ": host " + std::to_string(h) + ": " +
+                                   msg);
+  };
+  if (!any_normal) {
+    return Status::InvalidArgument(
+        file + ": at least one host must not be a link_farm host");
+  }
   for (int h = 0; h < c.hosts; ++h) {
-    int m = c.profiles[h].mirror_of;
+    const Profile& p = c.profiles[h];
+    int m = p.mirror_of;
     if (m >= 0 && (m == h || c.profiles[m].mirror_of >= 0)) {
-      return Status::InvalidArgument(
-          file + ": host " + std::to_string(h) +
-          ": mirror_of must name a different, non-mirror host");
+      return host_error(h, "mirror_of must name a different, non-mirror host");
+    }
+    // A mirror copies a /p/ link graph, which spam hosts do not have.
+    if (m >= 0 && (p.link_farm || c.profiles[m].link_farm)) {
+      return host_error(h, "mirror_of cannot involve a link_farm host");
+    }
+    if (p.link_farm_entry >= 0) {
+      if (p.link_farm) {
+        return host_error(h, "link_farm_entry must be on a normal host");
+      }
+      if (!any_farm) {
+        return host_error(h, "link_farm_entry needs a link_farm host");
+      }
+      if (p.link_farm_entry >= c.pages) {
+        return host_error(h, "link_farm_entry must be a page in [0, pages)");
+      }
     }
   }
   return c;
@@ -493,6 +532,13 @@ Site::Site(Config config, int port) : config_(std::move(config)), port_(port) {
                    std::to_string(slot % 250 + 1));
     origins_.push_back("http://" + names_.back() + ":" + std::to_string(port_));
     by_name_.emplace(names_.back(), i);
+    if (config_.profiles[i].link_farm) {
+      normal_pos_.push_back(-1);
+      farm_hosts_.push_back(i);
+    } else {
+      normal_pos_.push_back(static_cast<int>(normal_hosts_.size()));
+      normal_hosts_.push_back(i);
+    }
     if (seen_ips.insert(ips_.back()).second) {
       distinct_ips_.push_back(ips_.back());
     }
@@ -503,6 +549,14 @@ std::optional<int> Site::FindHost(std::string_view name) const {
   auto it = by_name_.find(std::string(name));
   if (it == by_name_.end()) return std::nullopt;
   return it->second;
+}
+
+int Site::NextNormalHost(int host) const {
+  for (int k = 1; k <= config_.hosts; ++k) {
+    const int h = (host + k) % config_.hosts;
+    if (normal_pos_[h] >= 0) return h;
+  }
+  return host;
 }
 
 bool Site::PathDisallowed(int host, std::string_view path) const {
@@ -530,7 +584,8 @@ Route Site::Classify(int host, std::string_view target) const {
     return r;
   };
   if (q != std::string_view::npos) {
-    if (p.trap_session && query.starts_with("sid=") && query.size() > 4 &&
+    if (p.trap_session && !p.link_farm && query.starts_with("sid=") &&
+        query.size() > 4 &&
         query.find_first_of("&=", 4) == std::string_view::npos &&
         Match(path, "/p/", ".html", &n) && n < pages) {
       r.sid = query.substr(4);
@@ -542,6 +597,11 @@ Route Site::Classify(int host, std::string_view target) const {
   if (path == "/robots.txt") return set(Kind::kRobots);
   if (path == "/robots-real.txt" && p.robots == Robots::kRedirect) {
     return set(Kind::kRobotsReal);
+  }
+  if (p.link_farm) {
+    // A spam host has nothing but its endless /spam/ space.
+    if (Match(path, "/spam/", ".html", &n)) return set(Kind::kSpam, n);
+    return r;
   }
   if (Match(path, "/p/", ".html", &n)) {
     return n < pages ? set(Kind::kPage, n) : r;
@@ -581,8 +641,8 @@ Route Site::Classify(int host, std::string_view target) const {
     if (path == "/r/loop/a") return set(Kind::kLoop, 0);
     if (path == "/r/loop/b") return set(Kind::kLoop, 1);
   }
-  if (p.redirect_cross && config_.hosts > 1 && Match(path, "/r/x/", "", &n) &&
-      n < pages) {
+  if (p.redirect_cross && normal_hosts_.size() > 1 &&
+      Match(path, "/r/x/", "", &n) && n < pages) {
     return set(Kind::kCross, n);
   }
   if (!p.errors.empty() && path.starts_with("/e/")) {
@@ -662,10 +722,13 @@ void Site::Links(int host, const Route& r, std::vector<Link>* links,
       };
       if (n + 1 < pages) same(n + 1);
       for (int k = 1; k < config_.links; ++k) {
-        if (config_.hosts > 1 && rng.Uniform() < config_.cross_host_share) {
-          int t = static_cast<int>(rng.Below(config_.hosts - 1));
-          if (t >= src) ++t;
-          std::string href = Origin(t) + "/p/";
+        // Among normal hosts only: the farm is reached by one link alone.
+        // Without link-farm hosts this draws exactly what it always did.
+        const size_t normal = normal_hosts_.size();
+        if (normal > 1 && rng.Uniform() < config_.cross_host_share) {
+          size_t t = rng.Below(normal - 1);
+          if (t >= static_cast<size_t>(normal_pos_[src])) ++t;
+          std::string href = Origin(normal_hosts_[t]) + "/p/";
           AppendNum(&href, static_cast<int64_t>(rng.Below(pages)));
           href += ".html";
           add(std::move(href));
@@ -718,7 +781,7 @@ void Site::Links(int host, const Route& r, std::vector<Link>* links,
         }
         if (p.redirect_chain) add("/r/chain/0");
         if (p.redirect_loop) add("/r/loop/a");
-        if (p.redirect_cross && config_.hosts > 1) {
+        if (p.redirect_cross && normal_hosts_.size() > 1) {
           add("/r/x/" + std::to_string(std::min(1, pages - 1)));
         }
         for (int code : p.errors) {
@@ -735,6 +798,43 @@ void Site::Links(int host, const Route& r, std::vector<Link>* links,
           add("/f/img.png");
           add("/f/note.txt");
           add("/f/lie.html");
+        }
+      }
+      if (n == p.link_farm_entry && !farm_hosts_.empty()) {
+        add(Origin(farm_hosts_.front()) + "/spam/0.html");
+      }
+      return;
+    }
+    case Kind::kSpam: {
+      // Page n's links: the next page n+1, then ids n*L+k (k = 1..L-1), so
+      // every page names fresh URLs and ids grow without bound (wrapping
+      // at 10^15, the largest id a URL may spell). Most go to other spam
+      // hosts: the farm is dense and closed.
+      constexpr int64_t kSpace = 1000000000000000;  // 10^15
+      const int64_t n = r.a;
+      const int64_t fan = p.link_farm_links;
+      Rng rng(config_.seed ^ 0x5ba4f4a3ULL, static_cast<uint64_t>(host),
+              static_cast<uint64_t>(n));
+      const size_t farm = farm_hosts_.size();
+      const size_t pos = static_cast<size_t>(
+          std::lower_bound(farm_hosts_.begin(), farm_hosts_.end(), host) -
+          farm_hosts_.begin());
+      auto spam = [&](int target, int64_t id) {
+        std::string href = target == host ? std::string() : Origin(target);
+        href += "/spam/";
+        AppendNum(&href, id);
+        href += ".html";
+        add(std::move(href));
+      };
+      spam(host, (n + 1) % kSpace);
+      for (int64_t k = 1; k < fan; ++k) {
+        const int64_t id = (n % kSpace * fan + k) % kSpace;
+        if (farm > 1 && rng.Uniform() < p.link_farm_cross_share) {
+          size_t t = rng.Below(farm - 1);
+          if (t >= pos) ++t;
+          spam(farm_hosts_[t], id);
+        } else {
+          spam(host, id);
         }
       }
       return;
@@ -762,6 +862,8 @@ void Site::Links(int host, const Route& r, std::vector<Link>* links,
       add("/p/0.html");
       return;
     case Kind::kSlash:
+      add(p.link_farm ? "/spam/0.html" : "/p/0.html");
+      return;
     case Kind::kChainTarget:
     case Kind::kPrivate:
     case Kind::kNofollowTarget:
@@ -781,8 +883,8 @@ void Site::RenderPage(int host, const Route& r, Response* out) const {
   out->content_type = HtmlType(p.charset);
   std::string& b = out->body;
   b.clear();
-  const bool big =
-      r.kind == Kind::kPage || r.kind == Kind::kDup || r.kind == Kind::kSession;
+  const bool big = r.kind == Kind::kPage || r.kind == Kind::kDup ||
+                   r.kind == Kind::kSession || r.kind == Kind::kSpam;
   b.reserve((big ? config_.page_bytes : 0) + 256 + links.size() * 80);
   std::string title;
   switch (r.kind) {
@@ -792,6 +894,9 @@ void Site::RenderPage(int host, const Route& r, Response* out) const {
       break;
     case Kind::kSession:
       title = "Session page " + std::to_string(r.a);
+      break;
+    case Kind::kSpam:
+      title = "Spam " + std::to_string(r.a);
       break;
     case Kind::kCalendar:
       title = "Calendar " + std::to_string(r.a) + "-" + std::to_string(r.b);
@@ -1070,7 +1175,7 @@ std::string Site::RedirectLocation(int host, const Route& r) const {
     case Kind::kLoop:
       return Origin(host) + (r.a == 0 ? "/r/loop/b" : "/r/loop/a");
     case Kind::kCross:
-      return Origin((host + 1) % config_.hosts) + "/p/" + std::to_string(r.a) +
+      return Origin(NextNormalHost(host)) + "/p/" + std::to_string(r.a) +
              ".html";
     default:
       return "";
@@ -1130,9 +1235,12 @@ const std::string& Site::Bomb() {
 }
 
 std::vector<std::string> Site::Seeds() const {
+  // Never a link-farm host: the farm is reached by its one entry link.
   std::vector<std::string> out;
-  const int n = config_.seeds_all ? config_.hosts : 1;
-  for (int i = 0; i < n; ++i) out.push_back(Origin(i) + "/p/0.html");
+  const size_t n = config_.seeds_all ? normal_hosts_.size() : 1;
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(Origin(normal_hosts_[i]) + "/p/0.html");
+  }
   return out;
 }
 
@@ -1173,6 +1281,8 @@ void Site::ComputeManifest(std::vector<std::string>* manifest,
   std::unordered_set<std::string> seen;
   std::deque<std::pair<int, std::string>> queue;
   auto push = [&](int h, std::string target) {
+    // The farm is unbounded: none of its URLs can be listed.
+    if (config_.profiles[h].link_farm) return;
     if (seen.insert(names_[h] + target).second) {
       queue.emplace_back(h, std::move(target));
     }
@@ -1203,8 +1313,8 @@ void Site::ComputeManifest(std::vector<std::string>* manifest,
     if (q != std::string::npos) target += href.substr(q);
     push(h, std::move(target));
   };
-  for (int i = 0; i < (config_.seeds_all ? config_.hosts : 1); ++i) {
-    push(i, "/p/0.html");
+  for (const std::string& seed : Seeds()) {
+    push(*FindHost(seed.substr(7, seed.find(':', 7) - 7)), "/p/0.html");
   }
   std::vector<Link> links;
   while (!queue.empty()) {

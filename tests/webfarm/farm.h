@@ -66,6 +66,17 @@ struct Profile {
   // Sent as X-Robots-Tag by pages with n % 5 == 3 (empty: none); those pages
   // also link to /nf/xrt/<n>.html.
   std::string x_robots_tag;
+  // Link farm (docs/bench/linkfarm.md, "The webfarm's link farm"): this
+  // host is a spam host. It serves only /spam/<n>.html pages (n unbounded),
+  // each with link_farm_links links, a share link_farm_cross_share of them
+  // to other spam hosts; it is never a seed and never in the manifest, and
+  // normal pages never link to it except through link_farm_entry.
+  bool link_farm = false;
+  int link_farm_links = 20;            // links per spam page, >= 1
+  double link_farm_cross_share = 0.9;  // 0..1 of them to other spam hosts
+  // On a normal host: page /p/<n>.html also links to the first spam host's
+  // /spam/0.html (-1: no link). The one way into the farm.
+  int link_farm_entry = -1;
 };
 
 // Whether an X-Robots-Tag value tells the robot `agent` not to follow links:
@@ -115,6 +126,7 @@ enum class Kind {
   kFile,            // /f/...: a=0 pdf, 1 png, 2 txt, 3 lie
   kNofollowTarget,  // /nf/rel/<a>.html (b=0), /nf/meta/<a>.html (b=1),
                     // /nf/xrt/<a>.html (b=2)
+  kSpam,            // /spam/<a>.html on a link-farm host
 };
 
 struct Route {
@@ -167,6 +179,8 @@ class Site {
   const std::vector<std::string>& DistinctIps() const { return distinct_ips_; }
   // Host index of a lowercase name without port; nullopt if not a farm host.
   std::optional<int> FindHost(std::string_view name) const;
+  // Host indexes of the link-farm (spam) hosts, ascending; empty if none.
+  const std::vector<int>& LinkFarmHosts() const { return farm_hosts_; }
 
   // Maps an origin-form target (path plus optional query) to a resource.
   // The returned Route may view into `target`.
@@ -206,6 +220,10 @@ class Site {
   // ... and that header forbids crawld to follow the page's links.
   bool HeaderNofollow(int host, const Route& r) const;
   const std::string& Bomb();
+  // The i-th host of the normal (non-link-farm) hosts, in index order.
+  int NormalHost(size_t i) const { return normal_hosts_[i]; }
+  // The next normal host after `host`, wrapping around.
+  int NextNormalHost(int host) const;
 
   Config config_;
   int port_;
@@ -214,6 +232,11 @@ class Site {
   std::vector<std::string> origins_;
   std::vector<std::string> distinct_ips_;
   std::unordered_map<std::string, int> by_name_;
+  // Normal pages link only among normal hosts; a spam host among spam
+  // hosts. normal_pos_[h] is h's index in normal_hosts_ (-1 for spam).
+  std::vector<int> normal_hosts_;
+  std::vector<int> normal_pos_;
+  std::vector<int> farm_hosts_;
   std::string bomb_;  // built on first request
 };
 

@@ -860,6 +860,8 @@ int Main(int argc, char** argv) {
   for (int i = 0; i < site.host_count(); ++i) {
     hosts += site.HostIp(i) + " " + site.HostName(i) + "\n";
   }
+  std::string farm_hosts;
+  for (int h : site.LinkFarmHosts()) farm_hosts += site.HostName(h) + "\n";
   std::vector<std::string> manifest, disallowed;
   site.ComputeManifest(&manifest, &disallowed);
   for (const auto& [name, data] :
@@ -867,7 +869,8 @@ int Main(int argc, char** argv) {
            {"hosts", hosts},
            {"manifest.txt", Lines(manifest)},
            {"disallowed.txt", Lines(disallowed)},
-           {"seeds.txt", Lines(site.Seeds())}}) {
+           {"seeds.txt", Lines(site.Seeds())},
+           {"link_farm.txt", farm_hosts}}) {
     if (Status st = WriteFile(dir + "/" + name, data); !st.ok()) {
       fprintf(stderr, "webfarm: %s\n", st.ToString().c_str());
       return 2;
