@@ -414,6 +414,10 @@ Status Worker::Impl::Init() {
   fo.max_crawl_delay_us = config_.politeness.max_crawl_delay_ms * 1000;
   fo.max_consecutive_errors = config_.politeness.max_host_errors;
   fo.credit_scheduling = config_.frontier.credit_scheduling;
+  // Credit enters only with the seeds (1.0 on each seed's item) and the API,
+  // and flows along links: a host created by a link must not mint credit,
+  // or a link farm of N hosts would mint N credits out of one entry link.
+  fo.seed_credit = 0.0;
   fo.tax = config_.frontier.tax;
   fo.lambda_interval = static_cast<uint64_t>(config_.frontier.lambda_interval);
   fo.base_page_budget = config_.frontier.base_page_budget;
