@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <climits>
@@ -194,6 +195,40 @@ std::string CheckToken(std::string_view s) {
   for (char c : s) {
     if (!IsPrintableAscii(c) || c == ' ') {
       return "must be printable ASCII without spaces";
+    }
+  }
+  return "";
+}
+
+std::string CheckRedisUrl(std::string_view s) {
+  if (s.empty()) return "";
+  constexpr std::string_view kScheme = "redis://";
+  const std::string bad = "must be empty or redis://HOST:PORT";
+  if (s.substr(0, kScheme.size()) != kScheme) return bad;
+  s.remove_prefix(kScheme.size());
+  const size_t colon = s.rfind(':');
+  if (colon == 0 || colon == std::string_view::npos) return bad;
+  for (char c : s.substr(0, colon)) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') {
+      return bad;
+    }
+  }
+  const std::string_view port = s.substr(colon + 1);
+  if (port.empty() || port.size() > 5) return bad;
+  for (char c : port) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return bad;
+  }
+  const int n = std::stoi(std::string(port));
+  if (n < 1 || n > 65535) return bad;
+  return "";
+}
+
+std::string CheckClusterName(std::string_view s) {
+  if (s.empty() || s.size() > 64) return "must be 1 to 64 bytes";
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' &&
+        c != '.') {
+      return "must be letters, digits, '_', '-' or '.'";
     }
   }
   return "";
@@ -544,13 +579,29 @@ constexpr Key kKeys[] = {
            "Worker processes, each owning the hosts the consistent-hash "
            "ring gives it (docs/CLUSTER.md); 0 = automatic, for now one "
            "(the admin API is per worker with more)."),
+    // [cluster]
+    StringKey(CRAWLD_CONF_FIELD(cluster, redis), CheckRedisUrl,
+              "empty, or redis://HOST:PORT",
+              "Redis server of a multi-machine crawl (also --cluster); empty "
+              "= this machine alone. Every node of a crawl uses the same "
+              "one."),
+    StringKey(CRAWLD_CONF_FIELD(cluster, name), CheckClusterName,
+              "1 to 64 of letters, digits, '_', '-', '.'",
+              "Crawl name: the prefix of every Redis key (crawld:<name>:...)."),
+    IntKey(CRAWLD_CONF_FIELD(cluster, nodes), 1, 1024,
+           "Machines (crawld processes) in the crawl; each runs "
+           "workers.count workers, and the ring has nodes x workers."),
+    IntKey(CRAWLD_CONF_FIELD(cluster, node_id), 0, 1023,
+           "This machine's id in [0, nodes) (also --node-id); a restarted "
+           "node must keep its id."),
 };
 
 #undef CRAWLD_CONF_FIELD
 
 constexpr std::string_view kTables[] = {
-    "crawl", "url",   "fetch",    "politeness", "dns",   "network",
-    "store", "traps", "frontier", "checkpoint", "admin", "workers"};
+    "crawl",   "url",     "fetch",  "politeness", "dns",
+    "network", "store",   "traps",  "frontier",   "checkpoint",
+    "admin",   "workers", "cluster"};
 
 constexpr size_t kNumKeys = std::size(kKeys);
 

@@ -216,6 +216,16 @@ struct WorkersConfig {
   bool operator==(const WorkersConfig&) const = default;
 };
 
+// [cluster]: several machines over Redis (docs/CLUSTER.md).
+struct ClusterConfig {
+  std::string redis;             // "" = one machine; redis://HOST:PORT
+  std::string name = "default";  // crawl name in every Redis key
+  int nodes = 1;                 // machines (crawld processes) in the crawl
+  int node_id = 0;               // this machine, in [0, nodes)
+
+  bool operator==(const ClusterConfig&) const = default;
+};
+
 // The whole file. A plain value: copy it freely.
 struct Config {
   CrawlConfig crawl;
@@ -230,6 +240,7 @@ struct Config {
   CheckpointConfig checkpoint;
   AdminConfig admin;
   WorkersConfig workers;
+  ClusterConfig cluster;
   // Where it was loaded from ("" for Defaults()). Compared by operator==
   // like every other field; compare the tables when only values matter.
   std::string source;

@@ -46,6 +46,10 @@ constexpr char kUsage[] =
     "  --print-config  print the effective config as TOML and exit\n"
     "  --quiet         no progress line\n"
     "  --workers N     worker processes (overrides workers.count)\n"
+    "  --cluster redis://HOST:PORT  crawl with other nodes over this Redis\n"
+    "                  (overrides cluster.redis; docs/CLUSTER.md)\n"
+    "  --node-id ID    this node's id in [0, cluster.nodes)\n"
+    "  --nodes N       nodes in the crawl (overrides cluster.nodes)\n"
     "\n"
     "exit codes: 0 crawl ended, 1 fatal runtime error, 2 bad usage/config\n";
 
@@ -64,6 +68,9 @@ int main(int argc, char** argv) {
   bool print_config = false, quiet = false;
   // Worker mode (started by the supervisor): -1 = not a worker.
   int worker_id = -1, workers = -1, control_fd = -1;
+  int node_id = -1, nodes = -1;
+  std::string cluster_url;
+  bool cluster_set = false;
   auto to_int = [](const std::string& v, const char* what, int min) {
     char* end = nullptr;
     long n = strtol(v.c_str(), &end, 10);
@@ -106,6 +113,15 @@ int main(int argc, char** argv) {
     } else if (a == "--workers") {
       need_value(&v);
       workers = to_int(v, "--workers", 1);
+    } else if (a == "--cluster") {
+      need_value(&cluster_url);
+      cluster_set = true;
+    } else if (a == "--node-id") {
+      need_value(&v);
+      node_id = to_int(v, "--node-id", 0);
+    } else if (a == "--nodes") {
+      need_value(&v);
+      nodes = to_int(v, "--nodes", 1);
     } else if (a == "--worker") {
       need_value(&v);
       worker_id = to_int(v, "--worker", 0);
@@ -134,8 +150,13 @@ int main(int argc, char** argv) {
   if (max_pages >= 0)
     config->crawl.max_pages = static_cast<uint64_t>(max_pages);
   if (workers > 0) config->workers.count = workers;
-  // 0 means "automatic": one worker for now (see docs/CLUSTER.md).
+  if (cluster_set) config->cluster.redis = cluster_url;
+  if (node_id >= 0) config->cluster.node_id = node_id;
+  if (nodes > 0) config->cluster.nodes = nodes;
+  // 0 means "automatic": one worker for now (see docs/CLUSTER.md). A worker
+  // is started with the ring's size (all nodes' workers) as --workers.
   const int worker_count = std::max(1, config->workers.count);
+  const bool clustered = !config->cluster.redis.empty();
   if (worker_id >= worker_count) {
     fprintf(stderr, "crawld: --worker %d: only %d workers\n", worker_id,
             worker_count);
@@ -143,6 +164,19 @@ int main(int argc, char** argv) {
   }
   if (crawld::Status s = crawld::conf::Validate(*config); !s.ok()) {
     fprintf(stderr, "crawld: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (config->cluster.node_id >= config->cluster.nodes) {
+    fprintf(stderr,
+            "crawld: cluster.node_id %d: must be < cluster.nodes (%d)\n",
+            config->cluster.node_id, config->cluster.nodes);
+    return 2;
+  }
+  if (config->cluster.nodes > 1 && config->cluster.redis.empty()) {
+    fprintf(stderr,
+            "crawld: cluster.nodes %d needs cluster.redis (or --cluster "
+            "redis://HOST:PORT)\n",
+            config->cluster.nodes);
     return 2;
   }
   if (print_config) {
@@ -221,7 +255,7 @@ int main(int argc, char** argv) {
 
   // Fewer workers than the data directory was crawled with would strand
   // the queues of the missing ones: refused, nothing started.
-  if (worker_id < 0) {
+  if (worker_id < 0 && !clustered) {
     for (int k = worker_count; k < 65536; ++k) {
       const std::string state =
           data + "/worker-" + std::to_string(k) + "/state/CURRENT";
@@ -239,10 +273,12 @@ int main(int argc, char** argv) {
   }
 
   int rc = 0;
-  if (worker_id < 0 && worker_count > 1) {
+  if (worker_id < 0 && (worker_count > 1 || clustered)) {
     crawld::daemon::SupervisorOptions so;
     so.config = *config;
     so.workers = worker_count;
+    so.first_worker = config->cluster.node_id * worker_count;
+    so.total_workers = config->cluster.nodes * worker_count;
     so.config_file = data + "/crawl.toml";
     so.seeds_file = data + "/run/seeds.txt";
     std::filesystem::create_directories(data + "/run", ec);

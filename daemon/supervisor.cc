@@ -1,6 +1,7 @@
 // daemon/supervisor.cc: see supervisor.h.
 #include "daemon/supervisor.h"
 
+#include <hiredis/hiredis.h>
 #include <uv.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "conf/read_file.h"
 #include "daemon/admin.h"
+#include "daemon/supervisor_admin.h"
 
 namespace crawld::daemon {
 namespace {
@@ -57,6 +59,11 @@ class Supervisor {
   void Stop(const std::string& reason);
   void Progress(bool final_line);
   void MaybeEnd();
+  // Cluster: publishes this node's state and reads the others'. Returns
+  // the crawl-wide verdict: "" (go on), or the reason to stop.
+  std::string ClusterTick(bool local_idle, uint64_t sent, uint64_t received,
+                          uint64_t pages);
+  int Global(const Child& c) const { return opt_.first_worker + c.id; }
 
   SupervisorOptions opt_;
   uv_loop_t loop_{};
@@ -72,14 +79,25 @@ class Supervisor {
   int64_t start_ms_ = 0, last_progress_ms_ = 0;
   uint64_t last_pages_ = 0;
   uint64_t restarts_ = 0;
+  std::unique_ptr<SupervisorAdmin> admin_;  // the API (docs/API.md)
+  // Cluster state (config cluster.redis non-empty).
+  redisContext* redis_ = nullptr;
+  int64_t redis_retry_ms_ = 0;
+  uint64_t cluster_sent_ = UINT64_MAX, cluster_received_ = UINT64_MAX;
+  int cluster_quiet_ticks_ = 0;
+
+ public:
+  ~Supervisor() {
+    if (redis_ != nullptr) redisFree(redis_);
+  }
 };
 
 Status Supervisor::Spawn(Child& c) {
   const std::vector<std::string> args = {opt_.crawld_path,
                                          "--worker",
-                                         std::to_string(c.id),
+                                         std::to_string(Global(c)),
                                          "--workers",
-                                         std::to_string(opt_.workers),
+                                         std::to_string(opt_.total_workers),
                                          "--config",
                                          opt_.config_file,
                                          "--seeds",
@@ -264,15 +282,21 @@ void Supervisor::Tick() {
       }
     }
   }
-  if (opt_.config.crawl.max_pages > 0 && pages >= opt_.config.crawl.max_pages) {
+  bool go_all = all_ready_once_;
+  for (auto& c : children_) go_all &= c->go_sent;
+  const bool local_idle = go_all && all_running && all_idle && all_fresh;
+  if (!opt_.config.cluster.redis.empty()) {
+    const std::string verdict = ClusterTick(local_idle, sent, received, pages);
+    if (!verdict.empty()) Stop(verdict);
+    if (stopping_) return;
+  } else if (opt_.config.crawl.max_pages > 0 &&
+             pages >= opt_.config.crawl.max_pages) {
     Stop("max_pages");
     return;
   }
   // Done: every worker idle (nothing queued, in flight or unacknowledged)
   // in fresh reports for a second in which no URL moved between workers.
-  bool go_all = all_ready_once_;
-  for (auto& c : children_) go_all &= c->go_sent;
-  if (go_all && all_running && all_idle && all_fresh && sent == last_sent_ &&
+  if (opt_.config.cluster.redis.empty() && local_idle && sent == last_sent_ &&
       received == last_received_) {
     if (++quiet_ticks_ >= kQuietTicks) {
       Stop("done");
@@ -290,6 +314,103 @@ void Supervisor::Tick() {
   if (now - last_progress_ms_ >= static_cast<int64_t>(every * 1000)) {
     Progress(false);
   }
+}
+
+std::string Supervisor::ClusterTick(bool local_idle, uint64_t sent,
+                                    uint64_t received, uint64_t pages) {
+  const conf::ClusterConfig& cc = opt_.config.cluster;
+  const int64_t now = NowMs();
+  if (redis_ == nullptr) {
+    if (now < redis_retry_ms_) return "";
+    redis_retry_ms_ = now + 1000;
+    // redis://HOST:PORT, checked by conf/.
+    const size_t colon = cc.redis.rfind(':');
+    const std::string host = cc.redis.substr(8, colon - 8);
+    const int port = atoi(cc.redis.c_str() + colon + 1);
+    struct timeval tv = {0, 200000};
+    redis_ = redisConnectWithTimeout(host.c_str(), port, tv);
+    if (redis_ == nullptr || redis_->err != 0) {
+      if (redis_ != nullptr) redisFree(redis_);
+      redis_ = nullptr;
+      return "";
+    }
+    redisSetTimeout(redis_, tv);
+  }
+  const std::string prefix = "crawld:" + cc.name + ":";
+  auto command = [&](const std::vector<std::string>& args) -> redisReply* {
+    std::vector<const char*> argv;
+    std::vector<size_t> lens;
+    for (const std::string& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    auto* r = static_cast<redisReply*>(redisCommandArgv(
+        redis_, static_cast<int>(argv.size()), argv.data(), lens.data()));
+    if (r == nullptr) {  // connection lost: reconnect on a later tick
+      redisFree(redis_);
+      redis_ = nullptr;
+    }
+    return r;
+  };
+  char state[160];
+  snprintf(state, sizeof(state), "%d %" PRIu64 " %" PRIu64 " %" PRIu64,
+           local_idle ? 1 : 0, sent, received, pages);
+  redisReply* r =
+      command({"SET", prefix + "node-state:" + std::to_string(cc.node_id),
+               state, "PX", "3000"});
+  if (r == nullptr) return "";
+  freeReplyObject(r);
+  r = command({"GET", prefix + "done"});
+  if (r == nullptr) return "";
+  std::string verdict;
+  if (r->type == REDIS_REPLY_STRING) verdict.assign(r->str, r->len);
+  freeReplyObject(r);
+  if (!verdict.empty()) return verdict;
+  std::vector<std::string> mget = {"MGET"};
+  for (int n = 0; n < cc.nodes; ++n) {
+    mget.push_back(prefix + "node-state:" + std::to_string(n));
+  }
+  r = command(mget);
+  if (r == nullptr) return "";
+  bool all_idle = r->type == REDIS_REPLY_ARRAY &&
+                  r->elements == static_cast<size_t>(cc.nodes);
+  uint64_t total_sent = 0, total_received = 0, total_pages = 0;
+  for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; ++i) {
+    const redisReply* e = r->element[i];
+    int idle = 0;
+    unsigned long long s = 0, rc = 0, p = 0;
+    if (e->type != REDIS_REPLY_STRING ||
+        sscanf(e->str, "%d %llu %llu %llu", &idle, &s, &rc, &p) != 4) {
+      all_idle = false;  // a node is down or not started yet: not done
+      continue;
+    }
+    all_idle &= idle == 1;
+    total_sent += s;
+    total_received += rc;
+    total_pages += p;
+  }
+  freeReplyObject(r);
+  std::string stop;
+  if (opt_.config.crawl.max_pages > 0 &&
+      total_pages >= opt_.config.crawl.max_pages) {
+    stop = "max_pages";
+  } else if (all_idle && total_sent == cluster_sent_ &&
+             total_received == cluster_received_) {
+    // Two seconds: a stream entry waits up to one read block (100 ms)
+    // before its receiver counts it, and reports are 200 ms apart.
+    if (++cluster_quiet_ticks_ >= 2 * kQuietTicks) stop = "done";
+  } else {
+    cluster_quiet_ticks_ = 0;
+  }
+  cluster_sent_ = total_sent;
+  cluster_received_ = total_received;
+  if (!stop.empty()) {
+    // Every node sees it on its next tick. Kept a minute, so that a node
+    // restarting right after the end does not wait for peers that are gone.
+    r = command({"SET", prefix + "done", stop, "PX", "60000"});
+    if (r != nullptr) freeReplyObject(r);
+  }
+  return stop;
 }
 
 void Supervisor::Progress(bool final_line) {
@@ -346,6 +467,7 @@ void Supervisor::MaybeEnd() {
     if (!c->finished) return;
   }
   ended_ = true;
+  admin_.reset();  // its listener would keep the loop running
   uv_timer_stop(&tick_);
   uv_close(reinterpret_cast<uv_handle_t*>(&tick_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigint_), nullptr);
@@ -380,6 +502,40 @@ Result<CrawlSummary> Supervisor::Run() {
     c->restart_timer.data = c.get();
     children_.push_back(std::move(c));
   }
+  if (opt_.config.admin.enabled) {
+    SupervisorAdmin::Options ao;
+    ao.admin = opt_.config.admin;
+    ao.data_dir = opt_.config.crawl.data_dir;
+    ao.workers = opt_.workers;
+    ao.first_worker = opt_.first_worker;
+    ao.total_workers = opt_.total_workers;
+    SupervisorAdmin::View view;
+    view.supervisor_status = [this] {
+      Json ws = Json::MakeArray();
+      for (auto& c : children_) {
+        Json w = Json::MakeObject()
+                     .Set("id", Global(*c))
+                     .Set("restarts", c->crashes);
+        w.Set("up", c->proc != nullptr);
+        if (c->proc != nullptr) w.Set("pid", c->proc->pid);
+        ws.Push(std::move(w));
+      }
+      return Json::MakeObject()
+          .Set("state", stopping_ ? "stopping" : "running")
+          .Set("uptime_s", (NowMs() - start_ms_) / 1000.0)
+          .Set("workers", std::move(ws));
+    };
+    view.stop = [this](const std::string& why) { Stop(why); };
+    auto admin = SupervisorAdmin::Start(&loop_, ao, std::move(view));
+    if (admin.ok()) {
+      admin_ = std::move(admin).value();
+      if (opt_.progress != nullptr) {
+        fprintf(opt_.progress, "admin API: %s\n", admin_->url().c_str());
+      }
+    } else {
+      failed = admin.status();
+    }
+  }
   for (auto& c : children_) {
     if (failed.ok()) failed = Spawn(*c);
     if (!failed.ok() && c->proc == nullptr) c->finished = true;
@@ -399,10 +555,10 @@ Result<CrawlSummary> Supervisor::Run() {
   sum.stop_reason = reason_;
   sum.seconds = (NowMs() - start_ms_) / 1000.0;
   for (int i = 0; i < opt_.workers; ++i) {
-    auto text =
-        conf::internal::ReadSmallFile(opt_.config.crawl.data_dir + "/worker-" +
-                                          std::to_string(i) + "/summary.json",
-                                      64u << 20);
+    auto text = conf::internal::ReadSmallFile(
+        opt_.config.crawl.data_dir + "/worker-" +
+            std::to_string(opt_.first_worker + i) + "/summary.json",
+        64u << 20);
     if (!text.ok()) continue;
     auto j = Json::Parse(*text);
     if (!j.ok()) continue;

@@ -16,6 +16,11 @@
 //     a second (or at max_pages), and on SIGINT/SIGTERM asks every worker to
 //     stop at a checkpoint and waits for them;
 //   - sums the workers' progress and summaries.
+// In a cluster (config cluster.redis) every node's supervisor also writes
+// its node's state to Redis (crawld:<name>:node-state:<id>, expiring) and reads
+// the others': the crawl is done when all nodes are idle with nothing in
+// transit for two seconds; the first node to see it sets crawld:<name>:done
+// and every node stops its workers.
 #ifndef CRAWLD_DAEMON_SUPERVISOR_H_
 #define CRAWLD_DAEMON_SUPERVISOR_H_
 
@@ -33,7 +38,11 @@ struct SupervisorOptions {
   std::string crawld_path;  // the crawld executable the workers run
   std::string config_file;  // the effective config as a file, for workers
   std::string seeds_file;   // seed URLs, one per line, for workers
-  int workers = 2;          // worker processes (count, >= 2)
+  int workers = 2;          // worker processes on this node (count)
+  // Global id of this node's first worker and the ring's size (all nodes'
+  // workers); one node: 0 and `workers`.
+  int first_worker = 0;
+  int total_workers = 2;
   FILE* progress = stderr;  // nullptr: no progress lines
   bool progress_tty = false;
   // Delay before restarting a crashed worker (milliseconds): doubles after

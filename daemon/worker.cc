@@ -298,6 +298,13 @@ class Worker::Impl {
   bool rebalanced_ = true;
 
   std::unordered_map<std::string, HostState> hosts_;
+  // robots.txt answers since the last checkpoint, by host key: "<expiry,
+  // unix us>\n" then "ok\n<body>" or "none\n" (4xx: no rules). Saved with
+  // the checkpoint, so that a restart does not fetch every robots.txt again.
+  std::unordered_map<std::string, std::string> robots_dirty_;
+  void RememberRobots(const std::string& host_key, const std::string* body);
+  // True if the copy is still fresh and in force again.
+  bool RestoreRobots(std::string_view host_key, std::string_view value);
   // Redirect-discovered URL -> the URL that redirected to it, to tell a
   // redirect loop from a redirect to a page seen elsewhere.
   std::unordered_map<uint64_t, uint64_t> redirect_parent_;
@@ -521,11 +528,30 @@ Status Worker::Impl::Init() {
   if (options_.workers > 1) {
     ring_ =
         std::make_unique<cluster::Ring>(options_.workers, cluster::Options());
-    cluster::LocalOptions lo;
-    lo.run_dir = data + "/run";
-    lo.exchange.self = options_.worker_id;
-    lo.exchange.workers = options_.workers;
-    auto ex = cluster::NewLocalExchange(&loop_, lo);
+    Result<std::unique_ptr<cluster::Exchange>> ex =
+        Status::Internal("no exchange");
+    if (config_.cluster.redis.empty()) {
+      cluster::LocalOptions lo;
+      lo.run_dir = data + "/run";
+      lo.exchange.self = options_.worker_id;
+      lo.exchange.workers = options_.workers;
+      ex = cluster::NewLocalExchange(&loop_, lo);
+    } else {
+      // redis://HOST:PORT, checked by conf/.
+      const std::string& u = config_.cluster.redis;
+      const size_t colon = u.rfind(':');
+      cluster::RedisOptions ro;
+      ro.host = u.substr(8, colon - 8);
+      ro.port = atoi(u.c_str() + colon + 1);
+      ro.crawl = config_.cluster.name;
+      ro.exchange.self = options_.worker_id;
+      ro.exchange.workers = options_.workers;
+      // Only this worker reads its inbox: pending entries idle this long
+      // belong to a dead incarnation of it (a crash), so take them back
+      // soon after a restart.
+      ro.claim_min_idle_ms = 5000;
+      ex = cluster::NewRedisExchange(&loop_, ro);
+    }
     if (!ex.ok()) return ex.status();
     exchange_ = std::move(ex).value();
     overflow_.resize(static_cast<size_t>(options_.workers));
@@ -986,6 +1012,8 @@ void Worker::Impl::OnRobotsResponse(std::shared_ptr<Job> job,
     auto body = fetcher::DecodeBody(response, 500 * 1024, &capped);
     robots::Rules parsed = robots::Rules::Parse(
         body.ok() ? *body : std::string(), config_.crawl.robots_token);
+    const std::string empty;
+    RememberRobots(job->host_key, body.ok() ? &*body : &empty);
     hs.last_good = parsed;
     hs.failing_since_us = -1;
     hs.rules = EffectiveRules(std::move(parsed), hs);
@@ -1001,6 +1029,7 @@ void Worker::Impl::OnRobotsResponse(std::shared_ptr<Job> job,
     }
   } else if (status >= 400 && status < 500) {
     // RFC 9309 2.3.1.3: "unavailable" robots.txt: crawl without rules.
+    RememberRobots(job->host_key, nullptr);
     hs.rules = EffectiveRules(robots::Rules::AllowAll(), hs);
     hs.last_good = robots::Rules::AllowAll();
     hs.failing_since_us = -1;
@@ -1623,6 +1652,13 @@ constexpr char kMetaDone[] = "meta/done";
 constexpr char kMetaOutbox[] = "meta/outbox";
 constexpr char kMetaWorkers[] = "meta/workers";
 constexpr char kCountPrefix[] = "count/";
+constexpr char kRobotsPrefix[] = "robots/";
+
+int64_t WallUs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
 
 uint64_t ToU64(const std::optional<std::string>& v) {
   return v.has_value() ? strtoull(v->c_str(), nullptr, 10) : 0;
@@ -1708,7 +1744,11 @@ Status Worker::Impl::Checkpoint(const char* why) {
   for (const auto& [k, v] : counts_) {
     b.Put(std::string(kCountPrefix) + k, std::to_string(v));
   }
+  for (const auto& [host_key, value] : robots_dirty_) {
+    b.Put(std::string(kRobotsPrefix) + host_key, value);
+  }
   if (Status s = state_->Write(b); !s.ok()) return s;
+  robots_dirty_.clear();
   // The checkpoint holds every URL received so far: the inbox log starts
   // over (O_APPEND writes go to the new end).
   if (inbox_log_ != nullptr) {
@@ -1744,6 +1784,13 @@ Status Worker::Impl::Recover() {
             strtoull(std::string(v).c_str(), nullptr, 10);
         return true;
       });
+  if (!scan.ok()) return scan;
+  uint64_t robots_restored = 0;
+  scan = state_->ScanPrefix(kRobotsPrefix, [&](std::string_view k,
+                                               std::string_view v) {
+    robots_restored += RestoreRobots(k.substr(sizeof(kRobotsPrefix) - 1), v);
+    return true;
+  });
   if (!scan.ok()) return scan;
   const std::string done = get(kMetaDone).value_or("");
   for (size_t a = 0; a < done.size();) {
@@ -1819,6 +1866,7 @@ Status Worker::Impl::Recover() {
   log_.Write(Level::kInfo, "recovered",
              {{"queued", std::to_string(frontier_->queued())},
               {"requeued_in_flight", std::to_string(requeued)},
+              {"robots_restored", std::to_string(robots_restored)},
               {"replayed_records", std::to_string(replayed)},
               {"truncated_files", std::to_string(truncated)},
               {"ms", std::to_string((MonotonicUs() - t0) / 1000)}});
@@ -1828,6 +1876,46 @@ Status Worker::Impl::Recover() {
             frontier_->queued(), replayed);
   }
   return Status::Ok();
+}
+
+void Worker::Impl::RememberRobots(const std::string& host_key,
+                                  const std::string* body) {
+  if (state_ == nullptr) return;
+  const int64_t expiry =
+      WallUs() + config_.politeness.robots_ttl_s * int64_t{1000000};
+  std::string v = std::to_string(expiry) + (body ? "\nok\n" : "\nnone\n");
+  if (body != nullptr) v += *body;
+  robots_dirty_[host_key] = std::move(v);
+}
+
+bool Worker::Impl::RestoreRobots(std::string_view host_key,
+                                 std::string_view value) {
+  const size_t nl = value.find('\n');
+  if (nl == std::string_view::npos) return false;
+  const int64_t expiry =
+      strtoll(std::string(value.substr(0, nl)).c_str(), nullptr, 10);
+  std::string_view rest = value.substr(nl + 1);
+  robots::Rules rules = robots::Rules::AllowAll();
+  if (rest.rfind("ok\n", 0) == 0) {
+    rules = robots::Rules::Parse(std::string(rest.substr(3)),
+                                 config_.crawl.robots_token);
+  } else if (rest != "none\n") {
+    return false;  // not ours: fetch it again
+  }
+  HostState& hs = hosts_[std::string(host_key)];
+  // The last good copy serves a later outage even when expired.
+  hs.last_good = rules;
+  const int64_t left_us = expiry - WallUs();
+  if (left_us <= 0) return false;
+  if (auto delay = rules.crawl_delay_seconds()) {
+    const double capped_s = std::clamp(*delay, 0.0, 86400.0);
+    frontier_->SetCrawlDelay(host_key, static_cast<int64_t>(capped_s * 1e6));
+  }
+  // The override's rules are added at the first Dispatch (rules_stale).
+  hs.rules = std::move(rules);
+  hs.robots = HostState::Robots::kReady;
+  hs.robots_expires_us = MonotonicUs() + left_us;
+  return true;
 }
 
 void Worker::Impl::ReplayRecord(const store::Record& rec) {
@@ -1965,7 +2053,10 @@ Status Worker::Impl::StartAdmin() {
                           .Set("error", "filter: " + v.rule));
         continue;
       }
-      if (Enqueue(canon->href(), 0, 0, 1.0, 0, canon->host())) {
+      // A seed of another worker's host goes there; that worker decides
+      // whether it is new, so it counts as added here.
+      const bool routed = !Owns(canon->host());
+      if (Enqueue(canon->href(), 0, 0, 1.0, 0, canon->host()) || routed) {
         ++added;
       } else {
         ++known;
@@ -2069,11 +2160,12 @@ Status Worker::Impl::StartAdmin() {
   // Counters mirror the summary counts at each scrape: one place counts.
   metrics_.AddCollector([this] { SyncMetrics(); });
 
-  const std::string url = "http://" +
-                          (config_.admin.address.find(':') != std::string::npos
-                               ? "[" + config_.admin.address + "]"
-                               : config_.admin.address) +
-                          ":" + std::to_string(admin_->port());
+  const std::string& bound = options_.control_fd >= 0 ? std::string("127.0.0.1")
+                                                      : config_.admin.address;
+  const std::string url =
+      "http://" +
+      (bound.find(':') != std::string::npos ? "[" + bound + "]" : bound) + ":" +
+      std::to_string(admin_->port());
   std::error_code ec;
   std::filesystem::create_directories(config_.crawl.data_dir + "/run", ec);
   const std::string path = AdminUrlFile();

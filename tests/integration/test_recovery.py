@@ -78,5 +78,42 @@ class KillNine(unittest.TestCase):
             self.assertEqual(set(counts), manifest, f"seed {seed}")
 
 
+class RobotsAcrossRestart(unittest.TestCase):
+
+    def test_restart_does_not_fetch_robots_txt_again(self):
+        """robots.txt answers are part of the checkpoint: stopped and
+        started again within their TTL, crawld asks no host for robots.txt
+        twice (judged from the webfarm's request log)."""
+        with harness.Webfarm(FARM) as farm, \
+                harness.Dnsmasq(farm.hosts_file) as dns:
+            data = tempfile.mkdtemp(prefix="crawld-robots-restart-")
+            proc, _ = crawl_util.start_crawl(farm, dns, data_dir=data,
+                                             **SETTINGS)
+            deadline = time.time() + 120
+            while time.time() < deadline and proc.poll() is None and \
+                    len(farm.requests()) < len(farm.manifest()) // 3:
+                time.sleep(0.05)
+            self.assertIsNone(proc.poll(), "the crawl ended too soon")
+            proc.send_signal(signal.SIGTERM)
+            first = crawl_util.finish_crawl(proc, data, timeout=120)
+            self.assertEqual(first.returncode, 0, first.stderr[-2000:])
+            asked_before = {r["host"] for r in farm.requests()
+                            if r["path"] == "/robots.txt"}
+            self.assertGreater(len(asked_before), 0)
+            proc, _ = crawl_util.start_crawl(farm, dns, data_dir=data,
+                                             **SETTINGS)
+            result = crawl_util.finish_crawl(proc, data, timeout=300)
+            self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+            self.assertEqual(result.summary["stop_reason"], "done")
+            robots = collections.Counter(
+                r["host"] for r in farm.final_requests()
+                if r["path"] == "/robots.txt")
+            self.assertEqual({h: n for h, n in robots.items() if n > 1}, {},
+                             "robots.txt fetched again after the restart")
+            restored = sum(int(e.get("robots_restored", 0))
+                           for e in crawl_util.log_events(data, "recovered"))
+            self.assertEqual(restored, len(asked_before))
+
+
 if __name__ == "__main__":
     unittest.main()

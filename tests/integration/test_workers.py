@@ -139,12 +139,12 @@ class KillWorker(WorkersTest):
                     "politeness.min_delay_ms": MIN_DELAY_MS})
             killed = None
             deadline = time.time() + 120
-            # Kill one worker once the crawl is under way (pages recorded).
-            while time.time() < deadline and proc.poll() is None:
-                if glob.glob(os.path.join(data, "warc", "*.warc.gz")):
-                    break
-                time.sleep(0.1)
-            time.sleep(rng.uniform(0.3, 1.5))
+            # Kill one worker once the crawl is under way: between 10% and
+            # 60% of the pages requested.
+            want = int(len(farm.manifest()) * rng.uniform(0.1, 0.6))
+            while time.time() < deadline and proc.poll() is None and \
+                    len(farm.requests()) < want:
+                time.sleep(0.05)
             pids = worker_pids(proc.pid)
             if proc.poll() is None and pids:
                 killed = rng.choice(pids)

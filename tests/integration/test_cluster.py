@@ -1,0 +1,189 @@
+"""Multi-node crawls over Redis (issue 6, "Cluster"): three crawld nodes of
+two workers each share a real redis-server on a loopback port. Judged from
+the webfarm's request log and the WARC files of all nodes (the global worker
+id is in each file's name)."""
+import collections
+import glob
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+import crawl_util
+import harness
+import redis_util
+
+FARM = """
+seed = 11
+hosts = 24
+pages = 40
+page_bytes = 1500
+links = 6
+cross_host_share = 0.3
+relative_share = 0.5
+seeds = "all"
+"""
+
+NODES = 3
+MIN_DELAY_MS = 20
+
+
+class Node:
+    """One crawld node: a supervisor and its workers in their own process
+    group (so that the test can kill the whole node at once)."""
+
+    def __init__(self, farm, dns, redis, node_id, data):
+        self.farm, self.dns, self.redis = farm, dns, redis
+        self.node_id, self.data = node_id, data
+        self.proc = None
+
+    def start(self):
+        os.makedirs(self.data, exist_ok=True)
+        config = crawl_util.write_config(
+            self.dns.server, self.data, **{
+                "workers.count": 2,
+                "checkpoint.interval_s": 0.5,
+                "politeness.min_delay_ms": MIN_DELAY_MS})
+        with open(os.path.join(self.data, "stderr.txt"), "a") as err:
+            self.proc = subprocess.Popen(
+                [harness.binary("crawld"), "--config", config, "--seeds",
+                 self.farm.seeds_file, "--cluster", self.redis.url,
+                 "--node-id", str(self.node_id), "--nodes", str(NODES),
+                 "--quiet"],
+                stdout=subprocess.DEVNULL, stderr=err,
+                start_new_session=True)
+        return self
+
+    def kill(self):
+        """kill -9 of the node: its supervisor and its workers."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def wait(self, timeout):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            harness.stop_process(self.proc)
+            return None
+
+    def summary(self):
+        path = os.path.join(self.data, "summary.json")
+        if not os.path.exists(path):
+            return {}
+        with open(path) as f:
+            return json.load(f)
+
+    def stderr(self):
+        with open(os.path.join(self.data, "stderr.txt")) as f:
+            return f.read()[-2000:]
+
+
+def records(nodes):
+    """[(global worker id, uri)] of every page record of every node."""
+    out = []
+    for node in nodes:
+        for path in sorted(glob.glob(os.path.join(node.data, "warc",
+                                                  "*.warc.gz"))):
+            worker = int(os.path.basename(path).split("-")[2])
+            for r in crawl_util.read_warc(path):
+                h = r["headers"]
+                if h.get("warc-type") in ("response", "revisit"):
+                    uri = h["warc-target-uri"]
+                    if not uri.endswith("/robots.txt"):
+                        out.append((worker, uri))
+    return out
+
+
+class ClusterTest(unittest.TestCase):
+
+    def run_cluster(self, disturb, max_copies):
+        """Runs NODES nodes to completion; `disturb(nodes, redis)` is called
+        once the crawl is under way. Returns the records."""
+        with harness.Webfarm(FARM) as farm, \
+                harness.Dnsmasq(farm.hosts_file) as dns, \
+                redis_util.RedisServer() as redis:
+            base = tempfile.mkdtemp(prefix="crawld-cluster-")
+            nodes = [Node(farm, dns, redis, i,
+                          os.path.join(base, f"node-{i}")).start()
+                     for i in range(NODES)]
+            try:
+                if disturb is not None:
+                    # Under way: a quarter of the pages requested.
+                    want = len(farm.manifest()) // 4
+                    deadline = time.time() + 120
+                    while time.time() < deadline and \
+                            len(farm.requests()) < want:
+                        time.sleep(0.1)
+                    self.assertTrue(all(n.proc.poll() is None
+                                        for n in nodes),
+                                    "a node ended before the disturbance")
+                    disturb(nodes, redis)
+                codes = [n.wait(timeout=300) for n in nodes]
+            finally:
+                for n in nodes:
+                    if n.proc.poll() is None:
+                        harness.stop_process(n.proc)
+            for n, code in zip(nodes, codes):
+                self.assertEqual(code, 0, f"node {n.node_id}: {n.stderr()}")
+                self.assertEqual(n.summary().get("stop_reason"), "done",
+                                 f"node {n.node_id}: {n.stderr()}")
+            files = [p for n in nodes for p in
+                     glob.glob(os.path.join(n.data, "warc", "*.warc.gz"))]
+            verify = crawl_util.crawlctl("warc", "verify", *files)
+            self.assertEqual(verify.returncode, 0,
+                             verify.stdout + verify.stderr)
+            recs = records(nodes)
+            counts = collections.Counter(u for _, u in recs)
+            manifest = set(farm.manifest())
+            self.assertEqual(manifest - set(counts), set(), "lost URLs")
+            self.assertEqual(set(counts) - manifest, set())
+            over = {u: n for u, n in counts.items() if n > max_copies}
+            self.assertEqual(over, {}, f"recorded more than {max_copies}x")
+            reqs = farm.final_requests()
+            self.assertEqual(
+                {h: n for h, n in harness.max_in_flight_per_host(reqs).items()
+                 if n > 1}, {}, "two requests in flight on one host")
+            return recs, farm, nodes
+
+
+class ThreeNodes(ClusterTest):
+
+    def test_three_nodes_of_two_workers_fetch_each_page_once(self):
+        recs, farm, _ = self.run_cluster(None, max_copies=1)
+        owners = collections.defaultdict(set)
+        for worker, uri in recs:
+            owners[uri.split("/")[2]].add(worker)
+        self.assertEqual({h: w for h, w in owners.items() if len(w) > 1}, {},
+                         "a host fetched by two workers")
+        self.assertEqual(set().union(*owners.values()), set(range(6)))
+        pages = collections.Counter(
+            (r["host"], r["path"]) for r in farm.final_requests())
+        self.assertEqual({k: n for k, n in pages.items() if n > 1}, {})
+
+
+class NodeKilled(ClusterTest):
+
+    def test_node_killed_and_restarted_with_its_id_completes(self):
+        def disturb(nodes, redis):
+            nodes[1].kill()
+            time.sleep(0.5)
+            nodes[1].start()
+        _, _, nodes = self.run_cluster(disturb, max_copies=2)
+        # The restarted node's workers resumed from their checkpoints.
+        self.assertEqual(
+            len(crawl_util.log_events(nodes[1].data, "recovered")), 2)
+
+
+class RedisRestarted(ClusterTest):
+
+    def test_redis_restarted_mid_crawl_the_crawl_completes(self):
+        def disturb(nodes, redis):
+            redis.restart()
+        self.run_cluster(disturb, max_copies=2)
+
+
+if __name__ == "__main__":
+    unittest.main()
