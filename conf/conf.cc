@@ -577,8 +577,9 @@ constexpr Key kKeys[] = {
     // [workers]
     IntKey(CRAWLD_CONF_FIELD(workers, count), 0, 256,
            "Worker processes, each owning the hosts the consistent-hash "
-           "ring gives it (docs/CLUSTER.md); 0 = automatic, for now one "
-           "(the admin API is per worker with more)."),
+           "ring gives it (docs/CLUSTER.md); 0 = one per CPU core. With "
+           "more than one, crawld supervises them and serves the admin "
+           "API itself."),
     // [cluster]
     StringKey(CRAWLD_CONF_FIELD(cluster, redis), CheckRedisUrl,
               "empty, or redis://HOST:PORT",

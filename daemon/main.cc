@@ -19,6 +19,7 @@
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "conf/conf.h"
 #include "conf/overrides.h"
@@ -153,9 +154,13 @@ int main(int argc, char** argv) {
   if (cluster_set) config->cluster.redis = cluster_url;
   if (node_id >= 0) config->cluster.node_id = node_id;
   if (nodes > 0) config->cluster.nodes = nodes;
-  // 0 means "automatic": one worker for now (see docs/CLUSTER.md). A worker
-  // is started with the ring's size (all nodes' workers) as --workers.
-  const int worker_count = std::max(1, config->workers.count);
+  // 0 means one worker per core. A worker is started with the ring's size
+  // (all nodes' workers) as --workers.
+  const int worker_count =
+      config->workers.count > 0
+          ? config->workers.count
+          : std::clamp(static_cast<int>(std::thread::hardware_concurrency()),
+                       1, 256);
   const bool clustered = !config->cluster.redis.empty();
   if (worker_id >= worker_count) {
     fprintf(stderr, "crawld: --worker %d: only %d workers\n", worker_id,

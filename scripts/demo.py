@@ -58,7 +58,9 @@ seeds = "all"
                 dns.server, data,
                 **{"politeness.min_delay_ms": args.min_delay_ms,
                    "politeness.delay_factor": 1.0,
-                   "fetch.max_connections": 64}))
+                   "fetch.max_connections": 64,
+                   # The default: one worker process per core.
+                   "workers.count": 0}))
         cmd = [harness.binary("crawld"), "--config", config,
                "--seeds", farm.seeds_file]
         print("demo: " + " ".join(cmd))
@@ -77,7 +79,7 @@ seeds = "all"
         print(f"demo: {once}/{len(manifest)} manifest URLs in the WARCs "
               f"exactly once; {len(extra)} unexpected URLs; "
               f"WARC verify {'OK' if verify.returncode == 0 else 'FAILED'}")
-        print(f"demo: data in {data} (warc/, logs/crawld.jsonl, summary.json)")
+        print(f"demo: data in {data} (warc/, logs/, summary.json)")
         ok = once == len(manifest) and not extra and verify.returncode == 0
         return 0 if ok else 1
 

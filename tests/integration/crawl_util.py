@@ -32,6 +32,9 @@ def crawl_config(dns_server, data_dir, **overrides):
         "dns.servers": [dns_server],
         "dns.timeout_ms": 1000,
         "network.allow_private": True,
+        # One worker unless a test asks for more (the default is one per
+        # core): most tests judge one process's behaviour.
+        "workers.count": 1,
     }
     values.update(overrides)
     tables = {}
