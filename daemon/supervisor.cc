@@ -63,6 +63,11 @@ class Supervisor {
   // the crawl-wide verdict: "" (go on), or the reason to stop.
   std::string ClusterTick(bool local_idle, uint64_t sent, uint64_t received,
                           uint64_t pages);
+  // This node's workers have all handed over what they no longer own.
+  bool local_ready_ = false;
+  // Every node's have (cluster), read by the last ClusterTick.
+  bool cluster_ready_ = false;
+  bool stale_done_cleared_ = false;
   int Global(const Child& c) const { return opt_.first_worker + c.id; }
 
   SupervisorOptions opt_;
@@ -273,7 +278,13 @@ void Supervisor::Tick() {
   }
   // Go: all at once the first time (after every handover), then to each
   // restarted worker as soon as its own resend is acknowledged.
-  if (!all_ready_once_ && all_running && all_ready) all_ready_once_ = true;
+  // In a cluster the first go waits for every node's handover too (a
+  // restart with another node count moves hosts between nodes).
+  local_ready_ = all_running && all_ready;
+  if (!all_ready_once_ && local_ready_ &&
+      (opt_.config.cluster.redis.empty() || cluster_ready_)) {
+    all_ready_once_ = true;
+  }
   if (all_ready_once_) {
     for (auto& c : children_) {
       if (c->proc != nullptr && c->ready && !c->go_sent) {
@@ -352,9 +363,18 @@ std::string Supervisor::ClusterTick(bool local_idle, uint64_t sent,
     }
     return r;
   };
+  if (!stale_done_cleared_) {
+    // A done key at start belongs to an earlier run: this crawl cannot have
+    // ended without this node (its state was missing, so nobody was idle).
+    redisReply* del = command({"DEL", prefix + "done"});
+    if (del == nullptr) return "";
+    freeReplyObject(del);
+    stale_done_cleared_ = true;
+  }
   char state[160];
-  snprintf(state, sizeof(state), "%d %" PRIu64 " %" PRIu64 " %" PRIu64,
-           local_idle ? 1 : 0, sent, received, pages);
+  snprintf(state, sizeof(state), "%d %" PRIu64 " %" PRIu64 " %" PRIu64 " %d",
+           local_idle ? 1 : 0, sent, received, pages,
+           local_ready_ || all_ready_once_ ? 1 : 0);
   redisReply* r =
       command({"SET", prefix + "node-state:" + std::to_string(cc.node_id),
                state, "PX", "3000"});
@@ -374,22 +394,27 @@ std::string Supervisor::ClusterTick(bool local_idle, uint64_t sent,
   if (r == nullptr) return "";
   bool all_idle = r->type == REDIS_REPLY_ARRAY &&
                   r->elements == static_cast<size_t>(cc.nodes);
+  bool all_ready = all_idle;
   uint64_t total_sent = 0, total_received = 0, total_pages = 0;
   for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; ++i) {
     const redisReply* e = r->element[i];
-    int idle = 0;
+    int idle = 0, ready = 0;
     unsigned long long s = 0, rc = 0, p = 0;
     if (e->type != REDIS_REPLY_STRING ||
-        sscanf(e->str, "%d %llu %llu %llu", &idle, &s, &rc, &p) != 4) {
-      all_idle = false;  // a node is down or not started yet: not done
+        sscanf(e->str, "%d %llu %llu %llu %d", &idle, &s, &rc, &p, &ready) !=
+            5) {
+      // A node is down or not started yet: not done, and no first go.
+      all_idle = all_ready = false;
       continue;
     }
     all_idle &= idle == 1;
+    all_ready &= ready == 1;
     total_sent += s;
     total_received += rc;
     total_pages += p;
   }
   freeReplyObject(r);
+  cluster_ready_ = all_ready;
   std::string stop;
   if (opt_.config.crawl.max_pages > 0 &&
       total_pages >= opt_.config.crawl.max_pages) {

@@ -40,18 +40,18 @@ class Node:
         self.node_id, self.data = node_id, data
         self.proc = None
 
-    def start(self):
+    def start(self, nodes=NODES, **settings):
         os.makedirs(self.data, exist_ok=True)
         config = crawl_util.write_config(
             self.dns.server, self.data, **{
                 "workers.count": 2,
                 "checkpoint.interval_s": 0.5,
-                "politeness.min_delay_ms": MIN_DELAY_MS})
+                "politeness.min_delay_ms": MIN_DELAY_MS, **settings})
         with open(os.path.join(self.data, "stderr.txt"), "a") as err:
             self.proc = subprocess.Popen(
                 [harness.binary("crawld"), "--config", config, "--seeds",
                  self.farm.seeds_file, "--cluster", self.redis.url,
-                 "--node-id", str(self.node_id), "--nodes", str(NODES),
+                 "--node-id", str(self.node_id), "--nodes", str(nodes),
                  "--quiet"],
                 stdout=subprocess.DEVNULL, stderr=err,
                 start_new_session=True)
@@ -183,6 +183,46 @@ class RedisRestarted(ClusterTest):
         def disturb(nodes, redis):
             redis.restart()
         self.run_cluster(disturb, max_copies=2)
+
+
+class NodeJoins(unittest.TestCase):
+
+    def test_two_nodes_then_three_continue_without_refetching(self):
+        """A crawl of 2 nodes stopped half-way (max_pages) and restarted as
+        3: hosts move to the new node's workers with their queues and their
+        fetched pages, and no page is fetched twice."""
+        with harness.Webfarm(FARM) as farm, \
+                harness.Dnsmasq(farm.hosts_file) as dns, \
+                redis_util.RedisServer() as redis:
+            base = tempfile.mkdtemp(prefix="crawld-join-")
+            nodes = [Node(farm, dns, redis, i, os.path.join(base, f"node-{i}"))
+                     for i in range(3)]
+            for n in nodes[:2]:
+                n.start(nodes=2, **{"crawl.max_pages": 300})
+            for n in nodes[:2]:
+                self.assertEqual(n.wait(timeout=300), 0, n.stderr())
+                self.assertEqual(n.summary().get("stop_reason"), "max_pages",
+                                 n.stderr())
+            first = {u for _, u in records(nodes[:2])}
+            self.assertGreaterEqual(len(first), 300)
+            self.assertLess(len(first), len(farm.manifest()))
+            for n in nodes:
+                n.start(nodes=3)
+            codes = [n.wait(timeout=300) for n in nodes]
+            for n, code in zip(nodes, codes):
+                self.assertEqual(code, 0, f"node {n.node_id}: {n.stderr()}")
+                self.assertEqual(n.summary().get("stop_reason"), "done",
+                                 n.stderr())
+            counts = collections.Counter(u for _, u in records(nodes))
+            self.assertEqual(set(counts), set(farm.manifest()))
+            self.assertEqual({u: c for u, c in counts.items() if c > 1}, {},
+                             "fetched again after the node joined")
+            moved = [e for n in nodes[:2]
+                     for e in crawl_util.log_events(n.data, "rebalanced")]
+            self.assertEqual(len(moved), 4)
+            self.assertGreater(sum(int(e["hosts_moved"]) for e in moved), 0)
+            new_node = {w for w, _ in records(nodes[2:])}
+            self.assertEqual(new_node, {4, 5})
 
 
 if __name__ == "__main__":
