@@ -222,6 +222,7 @@ struct ClusterConfig {
   std::string name = "default";  // crawl name in every Redis key
   int nodes = 1;                 // machines (crawld processes) in the crawl
   int node_id = 0;               // this machine, in [0, nodes)
+  int virtual_nodes = 1024;      // ring points per worker
 
   bool operator==(const ClusterConfig&) const = default;
 };

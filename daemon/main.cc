@@ -159,8 +159,8 @@ int main(int argc, char** argv) {
   const int worker_count =
       config->workers.count > 0
           ? config->workers.count
-          : std::clamp(static_cast<int>(std::thread::hardware_concurrency()),
-                       1, 256);
+          : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1,
+                       256);
   const bool clustered = !config->cluster.redis.empty();
   if (worker_id >= worker_count) {
     fprintf(stderr, "crawld: --worker %d: only %d workers\n", worker_id,

@@ -534,6 +534,7 @@ Result<CrawlSummary> Supervisor::Run() {
     ao.workers = opt_.workers;
     ao.first_worker = opt_.first_worker;
     ao.total_workers = opt_.total_workers;
+    ao.ring.virtual_nodes = opt_.config.cluster.virtual_nodes;
     SupervisorAdmin::View view;
     view.supervisor_status = [this] {
       Json ws = Json::MakeArray();

@@ -790,7 +790,7 @@ struct SupervisorAdmin::Impl {
     int index = 0;  // unparsable: worker 0 gives the worker's own answer
     if (!host.empty()) {
       const int owner =
-          cluster::Ring(options.total_workers, cluster::Options()).Owner(host);
+          cluster::Ring(options.total_workers, options.ring).Owner(host);
       index = owner - options.first_worker;
       if (index < 0 || index >= options.workers) {
         r.SendError(502, "host " + host + " is owned by worker " +

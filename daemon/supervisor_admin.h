@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "cluster/cluster.h"
 #include "conf/conf.h"
 #include "daemon/admin.h"
 
@@ -78,6 +79,7 @@ class SupervisorAdmin {
     int workers = 1;          // local worker processes
     int first_worker = 0;     // global id of local worker 0
     int total_workers = 1;    // workers of the whole crawl (the ring's size)
+    cluster::Options ring;    // the workers' ring (virtual nodes)
     // Connect plus transfer time allowed for each worker call.
     uint64_t worker_timeout_ms = 2000;
   };

@@ -344,6 +344,12 @@ url::Options CanonOptions(const conf::Config& c) {
 
 parser::Options ParserOptions(const conf::Config&) { return parser::Options(); }
 
+cluster::Options RingOptions(const conf::Config& c) {
+  cluster::Options o;
+  o.virtual_nodes = c.cluster.virtual_nodes;
+  return o;
+}
+
 IpGate::Options IpGateOptions(const conf::Config& c) {
   IpGate::Options o;
   o.enabled = c.politeness.per_ip;
@@ -527,7 +533,7 @@ Status Worker::Impl::Init() {
   handles_open_ = true;
   if (options_.workers > 1) {
     ring_ =
-        std::make_unique<cluster::Ring>(options_.workers, cluster::Options());
+        std::make_unique<cluster::Ring>(options_.workers, RingOptions(config_));
     Result<std::unique_ptr<cluster::Exchange>> ex =
         Status::Internal("no exchange");
     if (config_.cluster.redis.empty()) {
