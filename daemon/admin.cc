@@ -726,11 +726,9 @@ struct RequestReader::Impl {
   static int OnHeaderField(http_parser* p, const char* at, size_t n) {
     Impl* self = From(p);
     if (self->in_value || self->req.headers.empty()) {
-      if (self->req.headers.size() >= self->limits.max_headers) {
-        return self->Fail(431, "more than " +
-                                   std::to_string(self->limits.max_headers) +
-                                   " header fields");
-      }
+      // Counted when the section is complete (OnHeadersComplete), not here:
+      // this callback's timing depends on how the bytes came in chunks.
+      // Memory stays bounded by the raw size limit.
       self->req.headers.emplace_back();
       self->in_value = false;
     }
@@ -749,7 +747,13 @@ struct RequestReader::Impl {
   }
   static int OnHeadersComplete(http_parser* p) {
     Impl* self = From(p);
+    self->headers_done = true;
     Request& req = self->req;
+    if (req.headers.size() > self->limits.max_headers) {
+      return self->Fail(431, "more than " +
+                                 std::to_string(self->limits.max_headers) +
+                                 " header fields");
+    }
     for (auto& [name, value] : req.headers) value = std::string(Trim(value));
     req.method = http_method_str(static_cast<http_method>(p->method));
     req.http_minor = p->http_minor;
@@ -805,6 +809,10 @@ struct RequestReader::Impl {
   bool keep_alive = false;
   bool expect_continue = false;
   size_t header_bytes = 0;
+  // Bytes of the request line and header section given to http_parser, and
+  // whether that section is complete (see Feed).
+  size_t raw_header_bytes = 0;
+  bool headers_done = false;
   Request req;
   int error_status = 0;
   std::string error_message;
@@ -836,8 +844,27 @@ size_t RequestReader::Feed(std::string_view data) {
     // those bytes count as the start so that a stream of them times out.
     im.started = true;
   }
-  const size_t n = http_parser_execute(&im.parser, &Impl::kSettings,
-                                       data.data(), data.size());
+  // The request line and header section are limited in raw bytes before
+  // http_parser sees them, so that which error a request both too large and
+  // malformed gets does not depend on how its bytes arrived in chunks
+  // (http_parser reports a token to its callbacks at the token's end or at
+  // the end of a chunk, whichever comes first).
+  bool capped = false;
+  if (!im.headers_done) {
+    const size_t allowance =
+        im.limits.max_header_bytes > im.raw_header_bytes
+            ? im.limits.max_header_bytes - im.raw_header_bytes
+            : 0;
+    if (data.size() > allowance) {
+      data = data.substr(0, allowance);
+      capped = true;
+    }
+  }
+  const size_t n = data.empty()
+                       ? 0
+                       : http_parser_execute(&im.parser, &Impl::kSettings,
+                                             data.data(), data.size());
+  if (!im.headers_done) im.raw_header_bytes += n;
   const http_errno err = HTTP_PARSER_ERRNO(&im.parser);
   if (err == HPE_PAUSED) {
     http_parser_pause(&im.parser, 0);
@@ -850,6 +877,12 @@ size_t RequestReader::Feed(std::string_view data) {
       im.error_message =
           std::string("malformed request: ") + http_errno_description(err);
     }
+    return n;
+  }
+  if (capped && !im.headers_done) {
+    im.state = State::kError;
+    im.Fail(431, "request header larger than " +
+                     std::to_string(im.limits.max_header_bytes) + " bytes");
     return n;
   }
   if (im.parser.upgrade != 0 && im.state != State::kRequest) {
@@ -877,6 +910,8 @@ Request RequestReader::TakeRequest(bool* keep_alive) {
   im.in_value = false;
   im.expect_continue = false;
   im.header_bytes = 0;
+  im.raw_header_bytes = 0;
+  im.headers_done = false;
   return out;
 }
 
