@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string_view>
 #include <utility>
 
@@ -140,17 +141,15 @@ bool ParseSample(std::string_view line, ParsedSample* out) {
 // The family a sample named `name` belongs to, given the family of the
 // last HELP/TYPE line of its source (histogram and summary series carry a
 // suffix).
-std::string FamilyOf(const std::string& name, const std::string& current) {
-  if (current.empty()) return name;
-  if (name == current) return name;
-  if (name.size() > current.size() + 1 &&
-      name.compare(0, current.size(), current) == 0 &&
-      name[current.size()] == '_') {
-    const std::string_view suffix =
-        std::string_view(name).substr(current.size() + 1);
-    if (suffix == "bucket" || suffix == "sum" || suffix == "count" ||
-        suffix == "created" || suffix == "total") {
-      return current;
+template <typename Declared>
+std::string FamilyOf(const std::string& name, const Declared& declared) {
+  if (declared.count(name) > 0) return name;
+  for (std::string_view suffix :
+       {"_bucket", "_sum", "_count", "_created", "_total"}) {
+    if (name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      std::string base = name.substr(0, name.size() - suffix.size());
+      if (declared.count(base) > 0) return base;
     }
   }
   return name;
@@ -182,6 +181,30 @@ std::string MergeMetrics(const std::vector<MetricsSource>& sources,
   };
   std::map<std::string, Family> families;
   size_t bad = 0;
+  // Families are those some source declares (HELP or TYPE), whichever
+  // source a sample comes from: assigning by the preceding HELP/TYPE line
+  // of each source would let the merged output regroup when read again.
+  std::set<std::string> declared;
+  for (const MetricsSource& src : sources) {
+    std::string_view text = src.text;
+    while (!text.empty()) {
+      const size_t nl = text.find('\n');
+      std::string_view line = text.substr(0, nl);
+      text = nl == std::string_view::npos ? std::string_view()
+                                          : text.substr(nl + 1);
+      // Exactly the lines the pass below accepts and prints a header for
+      // (HELP, or TYPE with a type).
+      while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      const bool help = line.rfind("# HELP ", 0) == 0;
+      if (!help && line.rfind("# TYPE ", 0) != 0) continue;
+      std::string_view rest = line.substr(7);
+      const size_t n = NameLength(rest, true);
+      if (n == 0 || (n < rest.size() && rest[n] != ' ')) continue;
+      if (help || n + 1 < rest.size()) {
+        declared.insert(std::string(rest.substr(0, n)));
+      }
+    }
+  }
   for (const MetricsSource& src : sources) {
     std::string current;
     // This source's own TYPE per family, to detect conflicts.
@@ -192,7 +215,7 @@ std::string MergeMetrics(const std::vector<MetricsSource>& sources,
       std::string_view line = text.substr(0, nl);
       text = nl == std::string_view::npos ? std::string_view()
                                           : text.substr(nl + 1);
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       if (line.empty()) continue;
       if (line[0] == '#') {
         const bool help = line.rfind("# HELP ", 0) == 0;
@@ -224,7 +247,7 @@ std::string MergeMetrics(const std::vector<MetricsSource>& sources,
         ++bad;
         continue;
       }
-      const std::string family = FamilyOf(s.name, current);
+      const std::string family = FamilyOf(s.name, declared);
       Family& f = families[family];
       auto own = types.find(family);
       const std::string& own_type =

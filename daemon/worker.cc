@@ -295,7 +295,6 @@ class Worker::Impl {
   std::vector<cluster::UrlMessage> pre_go_;
   void EnqueueSeeds();
   bool ready_ = false;  // handover done and acknowledged
-  bool rebalanced_ = true;
 
   std::unordered_map<std::string, HostState> hosts_;
   // robots.txt answers since the last checkpoint, by host key: "<expiry,

@@ -52,6 +52,14 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
       -max_len=65536 -rss_limit_mb=2048 -print_final_stats=0 \
       -artifact_prefix="$corpus/" "${dict[@]}" "$corpus" >"$log" 2>&1; then
       grep -a -v '^#[0-9]' "$log" | tail -n 60
+      # The input itself (libFuzzer prints base64 only for small ones), so
+      # that the finding can be reproduced from the CI log alone.
+      for a in "$corpus"/crash-* "$corpus"/leak-* "$corpus"/timeout-* \
+               "$corpus"/oom-*; do
+        [ -f "$a" ] || continue
+        echo "-- $(basename "$a") ($(wc -c <"$a") bytes), base64:"
+        head -c 65536 "$a" | base64 -w 76
+      done
       echo "!! $f found a failing input; add it to tests/fuzz/corpus/$f/"
       rm -rf "$corpus" "$log"
       exit 1
