@@ -162,21 +162,14 @@ int main(int argc, char** argv) {
           : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1,
                        256);
   const bool clustered = !config->cluster.redis.empty();
-  if (worker_id >= worker_count) {
-    fprintf(stderr, "crawld: --worker %d: only %d workers\n", worker_id,
-            worker_count);
-    return 2;
-  }
   if (crawld::Status s = crawld::conf::Validate(*config); !s.ok()) {
     fprintf(stderr, "crawld: %s\n", s.message().c_str());
     return 2;
   }
-  if (config->cluster.node_id >= config->cluster.nodes) {
-    fprintf(stderr,
-            "crawld: cluster.node_id %d: must be < cluster.nodes (%d)\n",
-            config->cluster.node_id, config->cluster.nodes);
-    return 2;
-  }
+  // A node id at or past the node count is a node leaving the crawl: it
+  // only hands its hosts over (checked against its data below).
+  const bool leaving =
+      worker_id < 0 && config->cluster.node_id >= config->cluster.nodes;
   if (config->cluster.nodes > 1 && config->cluster.redis.empty()) {
     fprintf(stderr,
             "crawld: cluster.nodes %d needs cluster.redis (or --cluster "
@@ -258,30 +251,39 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // Fewer workers than the data directory was crawled with would strand
-  // the queues of the missing ones: refused, nothing started.
-  if (worker_id < 0 && !clustered) {
+  // Fewer workers than the data directory was crawled with: the missing
+  // ones run once more as drainers, handing their hosts to the others.
+  int drainers = 0;
+  if (worker_id < 0 && !clustered && config->checkpoint.resume) {
     for (int k = worker_count; k < 65536; ++k) {
       const std::string state =
           data + "/worker-" + std::to_string(k) + "/state/CURRENT";
       if (!std::filesystem::exists(state, ec)) break;
-      if (config->checkpoint.resume) {
-        fprintf(stderr,
-                "crawld: %s holds the state of worker %d: this crawl ran "
-                "with more than %d workers; resume it with at least %d "
-                "(fewer is not supported yet) or set checkpoint.resume = "
-                "false to start afresh\n",
-                data.c_str(), k, worker_count, k + 1);
-        return 2;
-      }
+      drainers = k + 1 - worker_count;
     }
+  }
+  if (leaving) {
+    const std::string state =
+        data + "/worker-" +
+        std::to_string(config->cluster.node_id * worker_count) +
+        "/state/CURRENT";
+    if (!config->checkpoint.resume || !std::filesystem::exists(state, ec)) {
+      fprintf(stderr,
+              "crawld: cluster.node_id %d: must be < cluster.nodes (%d), "
+              "unless %s holds that node's state to hand over (a node "
+              "leaving the crawl)\n",
+              config->cluster.node_id, config->cluster.nodes, data.c_str());
+      return 2;
+    }
+    drainers = worker_count;
   }
 
   int rc = 0;
-  if (worker_id < 0 && (worker_count > 1 || clustered)) {
+  if (worker_id < 0 && (worker_count > 1 || clustered || drainers > 0)) {
     crawld::daemon::SupervisorOptions so;
     so.config = *config;
-    so.workers = worker_count;
+    so.workers = leaving ? 0 : worker_count;
+    so.drainers = drainers;
     so.first_worker = config->cluster.node_id * worker_count;
     so.total_workers = config->cluster.nodes * worker_count;
     so.config_file = data + "/crawl.toml";

@@ -69,6 +69,8 @@ class Supervisor {
   bool cluster_ready_ = false;
   bool stale_done_cleared_ = false;
   int Global(const Child& c) const { return opt_.first_worker + c.id; }
+  bool Drainer(const Child& c) const { return Global(c) >= opt_.total_workers; }
+  int Children() const { return opt_.workers + opt_.drainers; }
 
   SupervisorOptions opt_;
   uv_loop_t loop_{};
@@ -267,12 +269,18 @@ void Supervisor::Tick() {
   bool all_running = true, all_ready = true, all_idle = true, all_fresh = true;
   uint64_t pages = 0, sent = 0, received = 0;
   for (auto& c : children_) {
+    pages += c->pages;
+    if (c->finished) continue;  // a drainer that handed everything over
+    if (Drainer(*c) && c->ready && !c->stop_sent && c->proc != nullptr) {
+      // Its handover is acknowledged: it stops and deletes its state.
+      Send(*c, "stop drained");
+      c->stop_sent = true;
+    }
     all_running &= c->proc != nullptr;
     all_ready &= c->ready;
     all_idle &= c->idle;
     all_fresh &= c->fresh;
     c->fresh = false;
-    pages += c->pages;
     sent += c->sent;
     received += c->received;
   }
@@ -287,14 +295,14 @@ void Supervisor::Tick() {
   }
   if (all_ready_once_) {
     for (auto& c : children_) {
-      if (c->proc != nullptr && c->ready && !c->go_sent) {
+      if (c->proc != nullptr && c->ready && !c->go_sent && !Drainer(*c)) {
         Send(*c, "go");
         c->go_sent = true;
       }
     }
   }
   bool go_all = all_ready_once_;
-  for (auto& c : children_) go_all &= c->go_sent;
+  for (auto& c : children_) go_all &= c->go_sent || c->finished;
   const bool local_idle = go_all && all_running && all_idle && all_fresh;
   if (!opt_.config.cluster.redis.empty()) {
     const std::string verdict = ClusterTick(local_idle, sent, received, pages);
@@ -492,6 +500,7 @@ void Supervisor::MaybeEnd() {
     if (!c->finished) return;
   }
   ended_ = true;
+  if (reason_.empty()) reason_ = "drained";  // a node leaving, all handed over
   admin_.reset();  // its listener would keep the loop running
   uv_timer_stop(&tick_);
   uv_close(reinterpret_cast<uv_handle_t*>(&tick_), nullptr);
@@ -519,7 +528,7 @@ Result<CrawlSummary> Supervisor::Run() {
   uv_signal_start(&sigint_, on_signal, SIGINT);
   uv_signal_start(&sigterm_, on_signal, SIGTERM);
   Status failed = Status::Ok();
-  for (int i = 0; i < opt_.workers; ++i) {
+  for (int i = 0; i < Children(); ++i) {
     auto c = std::make_unique<Child>();
     c->sup = this;
     c->id = i;
@@ -531,7 +540,7 @@ Result<CrawlSummary> Supervisor::Run() {
     SupervisorAdmin::Options ao;
     ao.admin = opt_.config.admin;
     ao.data_dir = opt_.config.crawl.data_dir;
-    ao.workers = opt_.workers;
+    ao.workers = Children();
     ao.first_worker = opt_.first_worker;
     ao.total_workers = opt_.total_workers;
     ao.ring.virtual_nodes = opt_.config.cluster.virtual_nodes;
@@ -580,7 +589,7 @@ Result<CrawlSummary> Supervisor::Run() {
   CrawlSummary sum;
   sum.stop_reason = reason_;
   sum.seconds = (NowMs() - start_ms_) / 1000.0;
-  for (int i = 0; i < opt_.workers; ++i) {
+  for (int i = 0; i < Children(); ++i) {
     auto text = conf::internal::ReadSmallFile(
         opt_.config.crawl.data_dir + "/worker-" +
             std::to_string(opt_.first_worker + i) + "/summary.json",

@@ -39,6 +39,10 @@ struct SupervisorOptions {
   std::string config_file;  // the effective config as a file, for workers
   std::string seeds_file;   // seed URLs, one per line, for workers
   int workers = 2;          // worker processes on this node (count)
+  // More worker processes, after those, that are no longer on the ring:
+  // each hands everything it holds to the ring's workers and stops
+  // (fewer workers than before, or a node leaving the crawl).
+  int drainers = 0;
   // Global id of this node's first worker and the ring's size (all nodes'
   // workers); one node: 0 and `workers`.
   int first_worker = 0;

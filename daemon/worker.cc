@@ -191,6 +191,12 @@ class Worker::Impl {
   std::vector<std::string> OwnWarcFiles() const;
   bool resumed_ = false;
   int previous_workers_ = 1;  // the worker count of the checkpoint
+  // Workers the exchange connects: the ring's, or more while workers that
+  // the ring no longer has hand their hosts over (drainers).
+  int exchange_workers_ = 1;
+  // This worker is not on the ring any more: it hands over everything it
+  // holds, then stops ("drained") and deletes its state.
+  bool drainer_ = false;
   // The admin API on this loop (docs/API.md).
   Status StartAdmin();
   // <data>/run/admin.url, or admin-<worker>.url with several workers.
@@ -530,7 +536,15 @@ Status Worker::Impl::Init() {
   pump_timer_.data = progress_timer_.data = this;
   sigint_.data = sigterm_.data = sighup_.data = this;
   handles_open_ = true;
-  if (options_.workers > 1) {
+  if (state_ != nullptr) {
+    if (auto v = state_->Get("meta/workers"); v.ok() && v->has_value()) {
+      previous_workers_ = std::max(1, atoi((*v)->c_str()));
+    }
+  }
+  drainer_ = options_.worker_id >= options_.workers;
+  exchange_workers_ =
+      std::max({options_.workers, previous_workers_, options_.worker_id + 1});
+  if (exchange_workers_ > 1) {
     ring_ =
         std::make_unique<cluster::Ring>(options_.workers, RingOptions(config_));
     Result<std::unique_ptr<cluster::Exchange>> ex =
@@ -539,7 +553,7 @@ Status Worker::Impl::Init() {
       cluster::LocalOptions lo;
       lo.run_dir = data + "/run";
       lo.exchange.self = options_.worker_id;
-      lo.exchange.workers = options_.workers;
+      lo.exchange.workers = exchange_workers_;
       ex = cluster::NewLocalExchange(&loop_, lo);
     } else {
       // redis://HOST:PORT, checked by conf/.
@@ -550,7 +564,7 @@ Status Worker::Impl::Init() {
       ro.port = atoi(u.c_str() + colon + 1);
       ro.crawl = config_.cluster.name;
       ro.exchange.self = options_.worker_id;
-      ro.exchange.workers = options_.workers;
+      ro.exchange.workers = exchange_workers_;
       // Only this worker reads its inbox: pending entries idle this long
       // belong to a dead incarnation of it (a crash), so take them back
       // soon after a restart.
@@ -559,7 +573,7 @@ Status Worker::Impl::Init() {
     }
     if (!ex.ok()) return ex.status();
     exchange_ = std::move(ex).value();
-    overflow_.resize(static_cast<size_t>(options_.workers));
+    overflow_.resize(static_cast<size_t>(exchange_workers_));
     exchange_->SetInbox([this](int from,
                                std::vector<cluster::UrlMessage>&& batch,
                                cluster::AckFn ack) {
@@ -662,6 +676,22 @@ Result<CrawlSummary> Worker::Impl::Run() {
   if (Status s = warc_->Close(); !s.ok()) {
     log_.Write(Level::kError, "warc_close_failed", {{"error", s.ToString()}});
     Count("store_error");
+  }
+  if (drainer_ && stop_reason_ == "drained") {
+    // Everything it held is with the workers on the ring, acknowledged: its
+    // state is not needed again (a next start must not drain it twice).
+    // Its WARC files stay.
+    state_.reset();
+    seen_store_.reset();
+    if (inbox_log_ != nullptr) fclose(inbox_log_);
+    inbox_log_ = nullptr;
+    const std::string wdir = config_.crawl.data_dir + "/worker-" +
+                             std::to_string(options_.worker_id);
+    std::error_code ec;
+    for (const char* sub : {"/state", "/seen", "/frontier", "/inbox.log"}) {
+      std::filesystem::remove_all(wdir + sub, ec);
+    }
+    log_.Write(Level::kInfo, "drained", {});
   }
   Progress(true);
 
@@ -2661,7 +2691,7 @@ bool Worker::Impl::Idle() const {
   if (!go_ || active_ > 0 || overflow_urls_ > 0 || !frontier_->Idle()) {
     return false;
   }
-  for (int w = 0; exchange_ != nullptr && w < options_.workers; ++w) {
+  for (int w = 0; exchange_ != nullptr && w < exchange_workers_; ++w) {
     if (exchange_->Pending(w) > 0) return false;
   }
   return true;
@@ -2730,7 +2760,7 @@ void Worker::Impl::Report() {
   if (!control_open_) return;
   if (!ready_ && overflow_urls_ == 0) {
     bool acked = true;
-    for (int w = 0; exchange_ != nullptr && w < options_.workers; ++w) {
+    for (int w = 0; exchange_ != nullptr && w < exchange_workers_; ++w) {
       if (exchange_->Pending(w) > 0) acked = false;
     }
     ready_ = acked;

@@ -225,5 +225,42 @@ class NodeJoins(unittest.TestCase):
             self.assertEqual(new_node, {4, 5})
 
 
+class NodeLeaves(unittest.TestCase):
+
+    def test_three_nodes_then_two_the_leaving_node_hands_over(self):
+        """A crawl of 3 nodes stopped half-way and restarted as 2: the
+        leaving node runs once more with its id past the node count, hands
+        its queues and fetched pages over and ends ("drained"); the crawl
+        completes with no page lost and none fetched more than twice (the
+        staying nodes do not wait for the leaving one's handover)."""
+        with harness.Webfarm(FARM) as farm, \
+                harness.Dnsmasq(farm.hosts_file) as dns, \
+                redis_util.RedisServer() as redis:
+            base = tempfile.mkdtemp(prefix="crawld-leave-")
+            nodes = [Node(farm, dns, redis, i, os.path.join(base, f"node-{i}"))
+                     for i in range(3)]
+            for n in nodes:
+                n.start(nodes=3, **{"crawl.max_pages": 300})
+            for n in nodes:
+                self.assertEqual(n.wait(timeout=300), 0, n.stderr())
+            self.assertLess(len({u for _, u in records(nodes)}),
+                            len(farm.manifest()))
+            for n in nodes:
+                n.start(nodes=2)
+            codes = [n.wait(timeout=300) for n in nodes]
+            for n, code in zip(nodes, codes):
+                self.assertEqual(code, 0, f"node {n.node_id}: {n.stderr()}")
+            self.assertEqual(nodes[2].summary().get("stop_reason"),
+                             "drained", nodes[2].stderr())
+            for n in nodes[:2]:
+                self.assertEqual(n.summary().get("stop_reason"), "done",
+                                 n.stderr())
+            counts = collections.Counter(u for _, u in records(nodes))
+            self.assertEqual(set(counts), set(farm.manifest()), "lost URLs")
+            self.assertEqual({u: c for u, c in counts.items() if c > 2}, {})
+            self.assertEqual(
+                len(crawl_util.log_events(nodes[2].data, "drained")), 2)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -202,5 +202,37 @@ class Rebalance(WorkersTest):
             self.assert_polite(farm)
 
 
+class Shrink(WorkersTest):
+
+    def test_three_workers_then_two_hand_over_without_refetching(self):
+        """Fewer workers than before: the one no longer on the ring runs
+        once more to hand its queues and fetched pages to the others,
+        then deletes its state; no page is fetched twice."""
+        with harness.Webfarm(FARM) as farm, \
+                harness.Dnsmasq(farm.hosts_file) as dns:
+            data = tempfile.mkdtemp(prefix="crawld-wshrink-")
+            proc, _ = crawl_util.start_crawl(
+                farm, dns, data_dir=data, **{
+                    "workers.count": 3,
+                    "crawl.max_pages": 300,
+                    "politeness.min_delay_ms": MIN_DELAY_MS})
+            first = crawl_util.finish_crawl(proc, data, timeout=300)
+            self.assertEqual(first.returncode, 0, first.stderr[-2000:])
+            self.assertEqual(first.summary["stop_reason"], "max_pages")
+            self.assertLess(len({u for _, u in records_by_worker(data)}),
+                            len(farm.manifest()))
+            proc, _ = crawl_util.start_crawl(
+                farm, dns, data_dir=data, **{
+                    "workers.count": 2,
+                    "politeness.min_delay_ms": MIN_DELAY_MS})
+            second = crawl_util.finish_crawl(proc, data, timeout=300)
+            counts = self.assert_complete(farm, data, second, max_copies=1)
+            self.assertEqual(len(counts), len(farm.manifest()))
+            self.assertEqual(len(crawl_util.log_events(data, "drained")), 1)
+            self.assertFalse(os.path.exists(
+                os.path.join(data, "worker-2", "state")))
+            self.assert_polite(farm)
+
+
 if __name__ == "__main__":
     unittest.main()

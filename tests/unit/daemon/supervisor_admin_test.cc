@@ -664,10 +664,15 @@ TEST_F(SupervisorAdminServer, RefusesBadOptionsAndATakenPort) {
   uv_loop_init(&loop);
   SupervisorAdmin::Options o;
   o.data_dir = data_;
-  o.workers = 2;
-  o.total_workers = 1;
-  EXPECT_FALSE(SupervisorAdmin::Start(&loop, o, {}).ok());
+  // No workers, or a negative first id. (More local workers than the ring
+  // has is valid: drainers handing their hosts over.)
+  o.workers = 0;
   o.total_workers = 2;
+  EXPECT_FALSE(SupervisorAdmin::Start(&loop, o, {}).ok());
+  o.workers = 2;
+  o.first_worker = -1;
+  EXPECT_FALSE(SupervisorAdmin::Start(&loop, o, {}).ok());
+  o.first_worker = 0;
   o.admin.address = "0.0.0.0";  // not loopback, no token
   EXPECT_FALSE(SupervisorAdmin::Start(&loop, o, {}).ok());
   o.admin.address = "127.0.0.1";
