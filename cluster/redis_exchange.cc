@@ -282,8 +282,8 @@ class RedisExchange final : public Exchange {
     for (int w = 0; w < ex_.workers; ++w) Seal(w);
   }
 
-  void ForEachUnacked(const std::function<void(int, const UrlMessage&)>& fn)
-      const override {
+  void ForEachUnacked(
+      const std::function<void(int, const UrlMessage&)>& fn) const override {
     std::vector<UrlMessage> urls;
     for (int w = 0; w < ex_.workers; ++w) {
       const Dest& d = dests_[static_cast<size_t>(w)];

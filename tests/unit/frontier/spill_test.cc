@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -328,8 +328,8 @@ TEST_F(SpillTest, TakeQueueHandsOutEveryItemInOrderAndLeavesOtherHosts) {
   ASSERT_GT(f->spilled_items(), 0u);
   auto hosts = f->QueuedHosts();
   std::sort(hosts.begin(), hosts.end());
-  EXPECT_EQ(hosts, (std::vector<std::string>{HostName(0), HostName(1),
-                                             HostName(2)}));
+  EXPECT_EQ(hosts,
+            (std::vector<std::string>{HostName(0), HostName(1), HostName(2)}));
   std::vector<Item> taken;
   ASSERT_TRUE(f->TakeQueue(HostName(1), [&](Item&& item) {
                  taken.push_back(std::move(item));
