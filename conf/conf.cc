@@ -1337,6 +1337,18 @@ std::string ToToml(const Config& config) {
 
 Config Defaults() { return Config{}; }
 
+RedisAddress ParseRedisUrl(std::string_view url) {
+  constexpr std::string_view kScheme = "redis://";
+  url.remove_prefix(std::min(url.size(), kScheme.size()));
+  const size_t colon = url.rfind(':');
+  RedisAddress a;
+  a.host = std::string(url.substr(0, colon));
+  if (colon != std::string_view::npos) {
+    a.port = atoi(std::string(url.substr(colon + 1)).c_str());
+  }
+  return a;
+}
+
 std::vector<KeyInfo> Schema() {
   std::vector<KeyInfo> out;
   out.reserve(kNumKeys);

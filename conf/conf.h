@@ -283,6 +283,14 @@ std::string ToToml(const Config& config);
 // The built-in defaults; equal to ParseConfig("", "").value().
 Config Defaults();
 
+// Host and port of a cluster.redis value ("redis://HOST:PORT", as Validate
+// accepts). REQUIRES: a non-empty value that passed Validate.
+struct RedisAddress {
+  std::string host;
+  int port = 0;
+};
+RedisAddress ParseRedisUrl(std::string_view url);
+
 // One key of the schema, for documentation and drift checks (crawler.toml
 // and docs/CONFIG.md are tested against this list).
 struct KeyInfo {

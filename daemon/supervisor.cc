@@ -342,12 +342,9 @@ std::string Supervisor::ClusterTick(bool local_idle, uint64_t sent,
   if (redis_ == nullptr) {
     if (now < redis_retry_ms_) return "";
     redis_retry_ms_ = now + 1000;
-    // redis://HOST:PORT, checked by conf/.
-    const size_t colon = cc.redis.rfind(':');
-    const std::string host = cc.redis.substr(8, colon - 8);
-    const int port = atoi(cc.redis.c_str() + colon + 1);
+    const conf::RedisAddress addr = conf::ParseRedisUrl(cc.redis);
     struct timeval tv = {0, 200000};
-    redis_ = redisConnectWithTimeout(host.c_str(), port, tv);
+    redis_ = redisConnectWithTimeout(addr.host.c_str(), addr.port, tv);
     if (redis_ == nullptr || redis_->err != 0) {
       if (redis_ != nullptr) redisFree(redis_);
       redis_ = nullptr;

@@ -556,12 +556,11 @@ Status Worker::Impl::Init() {
       lo.exchange.workers = exchange_workers_;
       ex = cluster::NewLocalExchange(&loop_, lo);
     } else {
-      // redis://HOST:PORT, checked by conf/.
-      const std::string& u = config_.cluster.redis;
-      const size_t colon = u.rfind(':');
+      const conf::RedisAddress addr =
+          conf::ParseRedisUrl(config_.cluster.redis);
       cluster::RedisOptions ro;
-      ro.host = u.substr(8, colon - 8);
-      ro.port = atoi(u.c_str() + colon + 1);
+      ro.host = addr.host;
+      ro.port = addr.port;
       ro.crawl = config_.cluster.name;
       ro.exchange.self = options_.worker_id;
       ro.exchange.workers = exchange_workers_;

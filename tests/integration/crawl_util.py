@@ -236,3 +236,21 @@ def run_crawld_bad_start(work_dir, seed="http://127.0.0.1:1/", **overrides):
     return subprocess.run([harness.binary("crawld"), "--config", config_path,
                            "--seed", seed], capture_output=True, text=True,
                           timeout=60)
+
+
+def page_records_by_worker(*data_dirs):
+    """[(worker id, uri)] of every response/revisit record (robots.txt
+    excluded) in the WARCs of the data directories; the worker id comes from
+    the file name (<prefix>-<time>-<worker>-<n>.warc.gz)."""
+    out = []
+    for data in data_dirs:
+        for path in sorted(glob.glob(os.path.join(data, "warc",
+                                                  "*.warc.gz"))):
+            worker = int(os.path.basename(path).split("-")[2])
+            for r in read_warc(path):
+                h = r["headers"]
+                if h.get("warc-type") in ("response", "revisit"):
+                    uri = h["warc-target-uri"]
+                    if not uri.endswith("/robots.txt"):
+                        out.append((worker, uri))
+    return out

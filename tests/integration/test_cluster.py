@@ -83,18 +83,7 @@ class Node:
 
 def records(nodes):
     """[(global worker id, uri)] of every page record of every node."""
-    out = []
-    for node in nodes:
-        for path in sorted(glob.glob(os.path.join(node.data, "warc",
-                                                  "*.warc.gz"))):
-            worker = int(os.path.basename(path).split("-")[2])
-            for r in crawl_util.read_warc(path):
-                h = r["headers"]
-                if h.get("warc-type") in ("response", "revisit"):
-                    uri = h["warc-target-uri"]
-                    if not uri.endswith("/robots.txt"):
-                        out.append((worker, uri))
-    return out
+    return crawl_util.page_records_by_worker(*(n.data for n in nodes))
 
 
 class ClusterTest(unittest.TestCase):

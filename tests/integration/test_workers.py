@@ -30,18 +30,7 @@ MIN_DELAY_MS = 20
 
 
 def records_by_worker(data):
-    """[(worker id, uri)] of every response/revisit record, robots.txt
-    excluded, from the WARC file names (<prefix>-<time>-<worker>-<n>)."""
-    out = []
-    for path in sorted(glob.glob(os.path.join(data, "warc", "*.warc.gz"))):
-        worker = int(os.path.basename(path).split("-")[2])
-        for r in crawl_util.read_warc(path):
-            h = r["headers"]
-            if h.get("warc-type") in ("response", "revisit"):
-                uri = h["warc-target-uri"]
-                if not uri.endswith("/robots.txt"):
-                    out.append((worker, uri))
-    return out
+    return crawl_util.page_records_by_worker(data)
 
 
 def host_of(uri):

@@ -779,4 +779,17 @@ TEST_F(ConfFileTest, OversizedFileIsRejected) {
 }
 
 }  // namespace
+TEST(CrawldConf, RedisUrlIsCheckedAndSplit) {
+  EXPECT_EQ(ErrorOf("[cluster]\nredis = \"http://h:1\"\n"),
+            "t.toml:2: cluster.redis: must be empty or redis://HOST:PORT");
+  EXPECT_EQ(ErrorOf("[cluster]\nredis = \"redis://h:70000\"\n"),
+            "t.toml:2: cluster.redis: must be empty or redis://HOST:PORT");
+  Result<Config> c =
+      ParseConfig("[cluster]\nredis = \"redis://127.0.0.1:6380\"\n", "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const RedisAddress a = ParseRedisUrl(c->cluster.redis);
+  EXPECT_EQ(a.host, "127.0.0.1");
+  EXPECT_EQ(a.port, 6380);
+}
+
 }  // namespace crawld::conf
