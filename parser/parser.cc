@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "parser/charset.h"
+#include "parser/gumbo_arena.h"
 #include "parser/nesting.h"
 
 namespace crawld::parser {
@@ -173,29 +174,34 @@ class TextSink {
 
   void Break() { pending_space_ = !out_->empty(); }
 
+  // One pass writing through a pointer: text nodes are most of a page, and
+  // appending word by word cost as much as hashing the text afterwards.
   void Append(std::string_view s) {
-    size_t i = 0;
-    while (i < s.size() && !full_) {
-      if (IsAsciiSpace(s[i])) {
-        pending_space_ = !out_->empty();
-        ++i;
+    if (full_) return;
+    const size_t start = out_->size();
+    out_->resize(start + s.size() + 1);  // + a pending space
+    char* const base = out_->data();
+    char* put = base + start;
+    for (char c : s) {
+      if (IsAsciiSpace(c)) {
+        pending_space_ = put != base;
         continue;
       }
-      size_t j = i;
-      while (j < s.size() && !IsAsciiSpace(s[j])) ++j;
-      std::string_view word = s.substr(i, j - i);
-      const size_t space = pending_space_ ? 1 : 0;
-      if (out_->size() + space + word.size() > cap_) {
-        full_ = true;
-        const size_t room = cap_ - std::min(cap_, out_->size() + space);
-        word = word.substr(0, internal::Utf8Boundary(word, room));
-        if (word.empty()) return;
+      if (pending_space_) {
+        *put++ = ' ';
+        pending_space_ = false;
       }
-      if (space != 0) out_->push_back(' ');
-      pending_space_ = false;
-      out_->append(word);
-      i = j;
+      *put++ = c;
     }
+    size_t n = static_cast<size_t>(put - base);
+    if (n > cap_) {
+      // Cut on a UTF-8 boundary; a space the cut left last goes too (the
+      // only spaces in the text are the ones written here).
+      full_ = true;
+      n = internal::Utf8Boundary(std::string_view(base, n), cap_);
+      if (n > 0 && base[n - 1] == ' ') --n;
+    }
+    out_->resize(n);
   }
 
  private:
@@ -223,10 +229,17 @@ struct RawLink {
   bool nofollow;
 };
 
-struct GumboOutputDeleter {
-  void operator()(GumboOutput* o) const {
-    gumbo_destroy_output(&kGumboDefaultOptions, o);
-  }
+// Gumbo's memory for one parse never outlives the parse: the tree is not
+// walked to be freed, the arena is rewound (see gumbo_arena.h).
+class ArenaRewind {
+ public:
+  explicit ArenaRewind(internal::GumboArena* arena) : arena_(arena) {}
+  ~ArenaRewind() { arena_->Reset(); }
+  ArenaRewind(const ArenaRewind&) = delete;
+  ArenaRewind& operator=(const ArenaRewind&) = delete;
+
+ private:
+  internal::GumboArena* arena_;
 };
 
 enum : uint8_t {
@@ -279,7 +292,12 @@ Extractor::Extractor(const Options& options) : options_(options) {
   options_.max_links = std::clamp<size_t>(options_.max_links, 1, 10'000'000);
   options_.max_nesting_depth =
       std::clamp<size_t>(options_.max_nesting_depth, 16, 100'000);
+  // Enough to keep the tree of an ordinary large page between parses;
+  // a rare huge one gets its memory back when its parse ends.
+  arena_ = std::make_unique<internal::GumboArena>(size_t{8} << 20);
 }
+
+Extractor::~Extractor() = default;
 
 Page Extractor::Extract(std::string_view body, std::string_view content_type,
                         const url::Url& document_url,
@@ -323,8 +341,12 @@ void Extractor::ExtractInto(std::string_view body,
   // Gumbo copies the stack of open elements into every parse error it
   // records: quadratic memory on deep markup. We never read the errors.
   gopts.max_errors = 0;
-  std::unique_ptr<GumboOutput, GumboOutputDeleter> out(
-      gumbo_parse_with_options(&gopts, html.data(), html.size()));
+  gopts.allocator = &internal::GumboArena::GumboAllocate;
+  gopts.deallocator = &internal::GumboArena::GumboDeallocate;
+  gopts.userdata = arena_.get();
+  ArenaRewind rewind(arena_.get());
+  const GumboOutput* out =
+      gumbo_parse_with_options(&gopts, html.data(), html.size());
 
   robots_token = Trim(robots_token);
   // Hrefs are collected first and resolved after the walk: the frozen base

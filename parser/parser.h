@@ -38,6 +38,7 @@
 #define CRAWLD_PARSER_PARSER_H_
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -149,10 +150,17 @@ struct RobotsDirectives {
 RobotsDirectives ParseXRobotsTag(const std::vector<std::string_view>& values,
                                  std::string_view robots_token);
 
+namespace internal {
+class GumboArena;
+}
+
+// Not thread-safe: a parse uses the Extractor's scratch memory, so each
+// thread keeps its own Extractor (a worker has one per loop).
 class Extractor {
  public:
   // Clamps the options (see each field).
   explicit Extractor(const Options& options);
+  ~Extractor();
 
   Extractor(const Extractor&) = delete;
   Extractor& operator=(const Extractor&) = delete;
@@ -185,6 +193,8 @@ class Extractor {
 
  private:
   Options options_;
+  // Gumbo's memory for the parse in progress, reused by the next one.
+  std::unique_ptr<internal::GumboArena> arena_;
 };
 
 }  // namespace crawld::parser
