@@ -2,6 +2,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <string>
@@ -13,14 +14,32 @@
 namespace crawld::dedupe {
 namespace {
 
-bool IsWordByte(unsigned char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-         (c >= 'A' && c <= 'Z') || c >= 0x80;
+// kWordFold[c] is the byte c stands for in a word (ASCII letters lowered,
+// digits and non-ASCII bytes as they are), or 0 for a separator.
+constexpr std::array<unsigned char, 256> MakeWordFold() {
+  std::array<unsigned char, 256> t{};
+  for (unsigned c = 0; c < 256; ++c) {
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c >= 0x80) {
+      t[c] = static_cast<unsigned char>(c);
+    } else if (c >= 'A' && c <= 'Z') {
+      t[c] = static_cast<unsigned char>(c + 32);
+    }
+  }
+  return t;
 }
+constexpr std::array<unsigned char, 256> kWordFold = MakeWordFold();
 
-unsigned char Lower(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<unsigned char>(c + 32) : c;
+// kSpread[b] has byte j equal to bit j of b.
+constexpr std::array<uint64_t, 256> MakeSpread() {
+  std::array<uint64_t, 256> t{};
+  for (unsigned b = 0; b < 256; ++b) {
+    for (unsigned j = 0; j < 8; ++j) {
+      t[b] |= uint64_t{(b >> j) & 1} << (8 * j);
+    }
+  }
+  return t;
 }
+constexpr std::array<uint64_t, 256> kSpread = MakeSpread();
 
 uint64_t RoundUpPow2(uint64_t x) {
   uint64_t p = 1;
@@ -34,32 +53,53 @@ uint64_t SimHash(std::string_view text, int shingle_words) {
   const size_t w = static_cast<size_t>(std::clamp(shingle_words, 1, 16));
   // The words, normalized and joined by single spaces, so that a shingle is
   // one contiguous range to hash whatever the separators were.
-  std::string norm;
-  norm.reserve(text.size());
+  // Never longer than the text: a space is written only where at least
+  // one separator byte was dropped.
+  std::string norm(text.size(), '\0');
+  char* const begin = norm.data();
+  char* put = begin;
   std::vector<size_t> starts;
   bool in_word = false;
   for (char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (!IsWordByte(c)) {
+    const unsigned char f = kWordFold[static_cast<unsigned char>(ch)];
+    if (f == 0) {
       in_word = false;
       continue;
     }
     if (!in_word) {
-      if (!norm.empty()) norm.push_back(' ');
-      starts.push_back(norm.size());
+      if (put != begin) *put++ = ' ';
+      starts.push_back(static_cast<size_t>(put - begin));
       in_word = true;
     }
-    norm.push_back(static_cast<char>(Lower(c)));
+    *put++ = static_cast<char>(f);
   }
+  norm.resize(static_cast<size_t>(put - begin));
   if (starts.empty()) return 0;
 
-  // Branch-free so that the compiler vectorizes the 64 votes.
-  int32_t votes[64] = {};
-  auto add = [&votes](const char* p, size_t n) {
-    const uint64_t h = XXH3_64bits(p, n);
-    for (int i = 0; i < 64; ++i) {
-      votes[i] += static_cast<int32_t>((h >> i) & 1) * 2 - 1;
+  // Bit i of the result is set when more than half of the shingle hashes
+  // have bit i set. Counting 64 bits one by one per shingle cost more than
+  // hashing it; instead each hash byte is spread into eight one-byte
+  // counters by a table and added to a lane word, and the lanes are
+  // flushed into wide counts before a byte can overflow.
+  uint32_t counts[64] = {};
+  uint64_t lanes[8] = {};
+  unsigned pending = 0;
+  auto flush = [&] {
+    for (int k = 0; k < 8; ++k) {
+      for (int j = 0; j < 8; ++j) {
+        counts[k * 8 + j] +=
+            static_cast<uint32_t>((lanes[k] >> (8 * j)) & 0xff);
+      }
+      lanes[k] = 0;
     }
+    pending = 0;
+  };
+  size_t total = 0;
+  auto add = [&](const char* p, size_t n) {
+    const uint64_t h = XXH3_64bits(p, n);
+    for (int k = 0; k < 8; ++k) lanes[k] += kSpread[(h >> (8 * k)) & 0xff];
+    ++total;
+    if (++pending == 255) flush();
   };
   const size_t n = starts.size();
   if (n <= w) {
@@ -70,9 +110,10 @@ uint64_t SimHash(std::string_view text, int shingle_words) {
       add(norm.data() + starts[i], end - starts[i]);
     }
   }
+  flush();
   uint64_t out = 0;
   for (int i = 0; i < 64; ++i) {
-    if (votes[i] > 0) out |= uint64_t{1} << i;
+    if (uint64_t{counts[i]} * 2 > total) out |= uint64_t{1} << i;
   }
   return out;
 }

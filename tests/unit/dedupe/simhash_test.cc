@@ -1,5 +1,6 @@
 // Tests of SimHash, HammingDistance and NearDupIndex (dedupe/dedupe.h).
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <bit>
@@ -98,6 +99,50 @@ TEST(SimHash, OneWordChangeIsSmallDistance) {
   EXPECT_LE(static_cast<double>(total) / kTexts, 3.0);
   EXPECT_GE(within3, kTexts * 3 / 4);
   EXPECT_LE(worst, 12);
+}
+
+// Charikar's definition, spelled out: each 2-word shingle votes +1 or -1
+// on every bit of its hash; a bit is set when the vote is positive.
+uint64_t PlainSimHash(const std::vector<std::string>& words) {
+  std::vector<std::string> shingles;
+  if (words.size() <= 2) {
+    std::string all;
+    for (const std::string& w : words) all += (all.empty() ? "" : " ") + w;
+    shingles.push_back(all);
+  } else {
+    for (size_t i = 0; i + 2 <= words.size(); ++i) {
+      shingles.push_back(words[i] + " " + words[i + 1]);
+    }
+  }
+  int votes[64] = {};
+  for (const std::string& sh : shingles) {
+    const uint64_t h = XXH3_64bits(sh.data(), sh.size());
+    for (int i = 0; i < 64; ++i) votes[i] += ((h >> i) & 1) ? 1 : -1;
+  }
+  uint64_t out = 0;
+  for (int i = 0; i < 64; ++i) {
+    if (votes[i] > 0) out |= uint64_t{1} << i;
+  }
+  return out;
+}
+
+// The counting is done in byte-wide lanes flushed every 255 shingles:
+// sizes around those boundaries must give exactly the plain votes.
+TEST(SimHash, EqualsPlainVoting) {
+  TextMaker m(11);
+  for (size_t n : {1, 2, 3, 255, 256, 257, 511, 600, 5000}) {
+    const std::vector<int> ids = m.Words(n);
+    const std::string text = m.Text(ids);
+    std::vector<std::string> words;
+    size_t start = 0;
+    for (size_t i = 0; i <= text.size(); ++i) {
+      if (i == text.size() || text[i] == ' ') {
+        if (i > start) words.push_back(text.substr(start, i - start));
+        start = i + 1;
+      }
+    }
+    EXPECT_EQ(SimHash(text), PlainSimHash(words)) << n << " words";
+  }
 }
 
 TEST(SimHash, UnrelatedTextsAreFarApart) {
