@@ -105,6 +105,11 @@ double SeenSet::bloom_fill() const {
          static_cast<double>(bloom_bits_);
 }
 
+Digest128 DocumentDigest128(std::string_view body) {
+  const XXH128_hash_t h = XXH3_128bits(body.data(), body.size());
+  return {h.high64, h.low64};
+}
+
 std::string DocumentDigest(std::string_view body) {
   const XXH128_hash_t h = XXH3_128bits(body.data(), body.size());
   XXH128_canonical_t canon;

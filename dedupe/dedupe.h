@@ -328,6 +328,59 @@ class NearDupIndex {
 // Stable across runs, machines and versions of this program.
 std::string DocumentDigest(std::string_view body);
 
+// The same checksum as two words (high = the first 16 hex characters).
+struct Digest128 {
+  uint64_t high = 0;
+  uint64_t low = 0;
+  friend bool operator==(const Digest128&, const Digest128&) = default;
+};
+Digest128 DocumentDigest128(std::string_view body);
+
+// Where the stored copy of a document is, in the caller's terms (a worker:
+// the number of its WARC file, the record's offset and length there, and
+// the fetch time).
+struct DocumentCopy {
+  uint64_t offset = 0;
+  int64_t time_us = 0;
+  uint32_t file = 0;
+  uint32_t length = 0;  // never 0 in the table
+};
+
+// An exact map from 128-bit keys (document digests, or a SimHash with
+// low = 0) to DocumentCopy: what a worker needs to write a revisit record
+// or name the page a near-duplicate resembles, in 40 bytes a slot instead
+// of a node and three strings per page. The text behind a copy (URL,
+// record id) is read back from the WARC record on a hit, which is rare.
+// Flat linear probing, grown by doubling at 70% load, capped at
+// max_entries (then Insert refuses). Owned by one loop; not thread-safe.
+class DocumentTable {
+ public:
+  explicit DocumentTable(size_t max_entries);
+
+  // The copy stored for `key`, or nullptr. Valid until the next Insert.
+  const DocumentCopy* Find(const Digest128& key) const;
+  // Adds `key` unless it is present or the table is full; true if added.
+  // REQUIRES: copy.length > 0 (0 marks an empty slot).
+  bool Insert(const Digest128& key, const DocumentCopy& copy);
+
+  size_t size() const { return size_; }
+  size_t max_entries() const { return max_entries_; }
+  // Bytes of the slot array.
+  size_t memory_bytes() const { return slots_.size() * sizeof(Slot); }
+
+ private:
+  struct Slot {
+    Digest128 key;
+    DocumentCopy copy;
+  };
+  size_t Home(const Digest128& key) const;
+  void Grow();
+
+  size_t max_entries_;
+  size_t size_ = 0;
+  std::vector<Slot> slots_;  // a power of two long
+};
+
 }  // namespace crawld::dedupe
 
 #endif  // CRAWLD_DEDUPE_DEDUPE_H_
