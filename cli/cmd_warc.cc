@@ -217,22 +217,14 @@ int GetIndexed(const std::string& url, const std::string& data) {
     for (const store::CdxjEntry& e : *entries) {
       if (e.revisit || e.url != url) continue;
       const std::string path = data + "/warc/" + e.filename;
-      std::ifstream in(path, std::ios::binary);
-      std::string bytes(e.length, '\0');
-      if (!in.seekg(static_cast<std::streamoff>(e.offset)) ||
-          !in.read(bytes.data(), static_cast<std::streamsize>(e.length))) {
-        std::fprintf(stderr,
-                     "crawlctl warc get: %s: cannot read %llu bytes "
-                     "at %llu\n",
-                     path.c_str(), static_cast<unsigned long long>(e.length),
-                     static_cast<unsigned long long>(e.offset));
+      Result<store::Record> rec = store::ReadRecordAt(path, e.offset, e.length);
+      if (!rec.ok() && rec.status().code() == Status::Code::kIOError) {
+        std::fprintf(stderr, "crawlctl warc get: %s\n",
+                     rec.status().ToString().c_str());
         return 2;
       }
-      auto reader = store::WarcReader::FromString(std::move(bytes));
-      store::Record rec;
-      auto more = reader->Next(&rec);
-      if (!more.ok() || !*more || rec.type() != "response" ||
-          rec.Header("WARC-Target-URI") != url) {
+      if (!rec.ok() || rec->type() != "response" ||
+          rec->Header("WARC-Target-URI") != url) {
         std::fprintf(stderr,
                      "crawlctl warc get: %s: the index points at no "
                      "response record for %s at %llu\n",
@@ -240,7 +232,7 @@ int GetIndexed(const std::string& url, const std::string& data) {
                      static_cast<unsigned long long>(e.offset));
         return 1;
       }
-      std::fwrite(rec.block.data(), 1, rec.block.size(), stdout);
+      std::fwrite(rec->block.data(), 1, rec->block.size(), stdout);
       return std::fflush(stdout) == 0 ? 0 : 2;
     }
   }

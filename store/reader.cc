@@ -390,4 +390,44 @@ uint64_t WarcReader::end_of_last_record() const {
   return impl_->end_of_last_record();
 }
 
+Result<Record> ReadRecordAt(const std::string& path, uint64_t offset,
+                            uint64_t length, const ReaderOptions& options) {
+  if (length == 0 ||
+      length > options.max_block_bytes + options.max_header_bytes + (1 << 20)) {
+    return Status::InvalidArgument("record length " + std::to_string(length) +
+                                   " out of range");
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return Status::IOError("cannot open " + path + ": " + strerror(errno));
+  }
+  std::string bytes(length, '\0');
+  size_t got = 0;
+  while (got < length) {
+    const ssize_t n = ::pread(fd, bytes.data() + got, length - got,
+                              static_cast<off_t>(offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? strerror(errno) : "end of file";
+      ::close(fd);
+      return Status::IOError("cannot read " + std::to_string(length) +
+                             " bytes at " + std::to_string(offset) + " of " +
+                             path + ": " + why);
+    }
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  auto reader = WarcReader::FromString(std::move(bytes), options);
+  Record rec;
+  Result<bool> more = reader->Next(&rec);
+  if (!more.ok()) return more.status();
+  Record extra;
+  Result<bool> after = reader->Next(&extra);
+  if (!*more || !after.ok() || *after) {
+    return Status::Corruption(path + " at " + std::to_string(offset) +
+                              ": not one whole WARC record");
+  }
+  return rec;
+}
+
 }  // namespace crawld::store

@@ -310,6 +310,14 @@ class WarcReader {
   std::unique_ptr<Impl> impl_;
 };
 
+// Reads the one record stored in the `length` bytes at `offset` of `path`
+// (a RecordRef's or a CDXJ line's coordinates; the record's offset and
+// length are then relative to those bytes). IOError when the file cannot
+// be read that far; Corruption when the bytes are not one whole record.
+[[nodiscard]] Result<Record> ReadRecordAt(
+    const std::string& path, uint64_t offset, uint64_t length,
+    const ReaderOptions& options = ReaderOptions());
+
 struct VerifyReport {
   std::string file;
   // Records read completely (including those with defects).

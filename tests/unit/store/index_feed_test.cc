@@ -60,18 +60,9 @@ std::vector<std::string> Lines(const std::string& text) {
 // The record stored in `file` at the gzip member [offset, offset+length):
 // what an indexer does with a CDXJ line or a feed entry.
 Record RecordAt(const std::string& path, uint64_t offset, uint64_t length) {
-  std::ifstream f(path, std::ios::binary);
-  f.seekg(static_cast<std::streamoff>(offset));
-  std::string data(length, '\0');
-  f.read(data.data(), static_cast<std::streamsize>(length));
-  EXPECT_EQ(static_cast<uint64_t>(f.gcount()), length) << "past the end";
-  auto reader = WarcReader::FromString(std::move(data));
-  Record rec;
-  auto more = reader->Next(&rec);
-  EXPECT_TRUE(more.ok() && *more) << more.status().ToString();
-  auto end = reader->Next(&rec);
-  EXPECT_TRUE(end.ok() && !*end) << "member holds more than one record";
-  return rec;
+  Result<Record> rec = ReadRecordAt(path, offset, length);
+  EXPECT_TRUE(rec.ok()) << rec.status().ToString();
+  return rec.ok() ? *rec : Record();
 }
 
 const char kRequestHead[] =
@@ -756,6 +747,35 @@ TEST(Feed, WarcWriterEntriesPointAtTheirRecords) {
     EXPECT_EQ(rec.Header("WARC-Target-URI"), all[i].url);
     EXPECT_EQ(rec.Header("WARC-Payload-Digest"), all[i].digest);
   }
+}
+
+// ReadRecordAt takes exactly one record: a range holding two, part of
+// one, or bytes past the end of the file is an error, never a guess.
+TEST(ReadRecordAt, RefusesRangesThatAreNotOneRecord) {
+  TempDir dir;
+  auto w = WarcWriter::Open(IndexOptions(dir));
+  ASSERT_TRUE(w.ok());
+  DocBuffer body = Body("hello");
+  auto ex = (*w)->WriteExchange(Fetch(&body, "http://example.test/a"));
+  ASSERT_TRUE(ex.ok());
+  const std::string warc = dir.path() + "/warc/" + ex->response.file;
+  const RecordRef& r = ex->response;
+  Record ok = RecordAt(warc, r.offset, r.length);
+  EXPECT_EQ(ok.type(), "response");
+  EXPECT_EQ(ok.Header("WARC-Record-ID"), r.record_id);
+  // Response and request together: two records.
+  EXPECT_EQ(ReadRecordAt(warc, r.offset, r.length + ex->request.length)
+                .status()
+                .code(),
+            Status::Code::kCorruption);
+  EXPECT_EQ(ReadRecordAt(warc, r.offset, r.length - 1).status().code(),
+            Status::Code::kCorruption);
+  EXPECT_EQ(ReadRecordAt(warc, r.offset + 1, r.length).status().code(),
+            Status::Code::kCorruption);
+  EXPECT_EQ(ReadRecordAt(warc, fs::file_size(warc), 10).status().code(),
+            Status::Code::kIOError);
+  EXPECT_EQ(ReadRecordAt(dir.path() + "/none.warc.gz", 0, 10).status().code(),
+            Status::Code::kIOError);
 }
 
 // A feed write failing (EFBIG via RLIMIT_FSIZE, as for a full disk) takes
