@@ -123,7 +123,8 @@ class Worker::Impl {
     std::string seed_host;
   };
 
-  // A stored body, for revisit records of later exact duplicates.
+  // A stored body, read back from its response record, for the revisit
+  // record of a later exact duplicate.
   struct DocumentRef {
     std::string uri;
     std::string record_id;
@@ -133,7 +134,10 @@ class Worker::Impl {
   // What processing a 2xx body found; it decides the index flags of the
   // record, so it runs before the record is written.
   struct Processed {
-    std::string digest;  // xxh3-128 of a 2xx body, "" when not computed
+    // xxh3-128 of a 2xx body, when computed.
+    std::optional<dedupe::Digest128> digest;
+    // The SimHash of a page with new text, to remember with its record.
+    std::optional<uint64_t> new_simhash;
     std::string near_duplicate_of;  // URL of an earlier page with ~ text
     bool parsed = false;            // page_ holds this body's Page
     bool noindex = false;
@@ -155,8 +159,14 @@ class Worker::Impl {
   // ("" when nothing was written).
   std::string Record(const Job& job, const fetcher::Response& response,
                      const Processed& processed);
-  // xxh3-128 of a complete body of at most kMaxDedupeBodyBytes, else "".
-  std::string BodyDigest(const fetcher::Response& response);
+  // xxh3-128 of a complete body of at most kMaxDedupeBodyBytes.
+  std::optional<dedupe::Digest128> BodyDigest(
+      const fetcher::Response& response);
+  // The stored copy's WARC number for this file, assigned on first sight.
+  uint32_t WarcFileNumber(const std::string& file);
+  // The response record behind a copy; nullopt (counted, logged) when it
+  // cannot be read back, e.g. the file was moved away.
+  std::optional<store::Record> ReadCopy(const dedupe::DocumentCopy& copy);
   void RecordRevisit(const Job& job, const fetcher::Response& response,
                      const DocumentRef& original);
   void WriteMetadata(const Job& job, const std::string& response_id,
@@ -261,7 +271,9 @@ class Worker::Impl {
   std::unique_ptr<store::FeedReader> feed_;
   bool paused_ = false;  // by the API: no new fetches start
   std::unique_ptr<dedupe::NearDupIndex> near_dups_;
-  std::unordered_map<uint64_t, std::string> simhash_urls_;
+  // SimHash (high word; low = 0) -> the first page with that text, for
+  // naming it when a near-duplicate turns up.
+  dedupe::DocumentTable simhash_copies_{1};
 
   // --- One of several workers (WorkerOptions::workers > 1) ---
   // A URL of a host another worker owns goes there through the exchange;
@@ -314,9 +326,13 @@ class Worker::Impl {
   // redirect loop from a redirect to a page seen elsewhere.
   std::unordered_map<uint64_t, uint64_t> redirect_parent_;
   std::unordered_map<uint64_t, int> retries_;
-  // Bodies stored so far, by xxh3-128 of their bytes, for revisit records.
-  std::unordered_map<std::string, DocumentRef> documents_;
-  static constexpr size_t kMaxDocuments = 2'000'000;
+  // Bodies stored so far, by xxh3-128 of their bytes, for revisit records:
+  // where each response record is, not what it says (read back on a hit).
+  // 70% of 2^22 slots: at most 168 MB.
+  static constexpr size_t kMaxDocuments = 2'900'000;
+  dedupe::DocumentTable documents_{kMaxDocuments};
+  // WARC basenames by the number a DocumentCopy holds.
+  std::vector<std::string> warc_files_;
   static constexpr uint64_t kMaxDedupeBodyBytes = 8u << 20;
 
   size_t active_ = 0;  // jobs between Dispatch and FinishJob
@@ -483,6 +499,7 @@ Status Worker::Impl::Init() {
     no.near_dup_max_distance = config_.store.near_duplicate_bits;
     no.near_dup_max_entries = 1 << 20;
     near_dups_ = std::make_unique<dedupe::NearDupIndex>(no);
+    simhash_copies_ = dedupe::DocumentTable(near_dups_->capacity());
   }
 
   dns::Options dnso;
@@ -943,12 +960,37 @@ void Worker::Impl::FinishJob(const Job& job,
   Pump();
 }
 
-std::string Worker::Impl::BodyDigest(const fetcher::Response& response) {
+std::optional<dedupe::Digest128> Worker::Impl::BodyDigest(
+    const fetcher::Response& response) {
   if (response.truncated || response.body.size() > kMaxDedupeBodyBytes) {
-    return "";
+    return std::nullopt;
   }
   auto bytes = response.body.ReadPrefix(kMaxDedupeBodyBytes);
-  return bytes.ok() ? dedupe::DocumentDigest(*bytes) : "";
+  if (!bytes.ok()) return std::nullopt;
+  return dedupe::DocumentDigest128(*bytes);
+}
+
+uint32_t Worker::Impl::WarcFileNumber(const std::string& file) {
+  // Records go to the newest file, so a new name is always the last one.
+  if (warc_files_.empty() || warc_files_.back() != file) {
+    warc_files_.push_back(file);
+  }
+  return static_cast<uint32_t>(warc_files_.size() - 1);
+}
+
+std::optional<store::Record> Worker::Impl::ReadCopy(
+    const dedupe::DocumentCopy& copy) {
+  if (copy.file >= warc_files_.size()) return std::nullopt;
+  const std::string path = warc_->options().dir + "/" + warc_files_[copy.file];
+  Result<store::Record> rec =
+      store::ReadRecordAt(path, copy.offset, copy.length);
+  if (!rec.ok()) {
+    Count("stored_copy_unreadable");
+    log_.Write(Level::kWarn, "stored_copy_unreadable",
+               {{"file", path}, {"error", rec.status().ToString()}});
+    return std::nullopt;
+  }
+  return std::move(rec).value();
 }
 
 void Worker::Impl::RecordRevisit(const Job& job,
@@ -999,15 +1041,19 @@ std::string Worker::Impl::Record(const Job& job,
     RequestStop("store_error");
     return "";
   }
-  if (!processed.digest.empty() && !written->payload_digest.empty()) {
-    if (documents_.size() < kMaxDocuments) {
-      documents_.emplace(
-          processed.digest,
-          DocumentRef{job.fetch_url, written->response.record_id,
-                      written->payload_digest, response.start_us});
+  const dedupe::DocumentCopy copy{
+      written->response.offset, response.start_us,
+      WarcFileNumber(written->response.file),
+      static_cast<uint32_t>(written->response.length)};
+  if (processed.digest.has_value() && !written->payload_digest.empty()) {
+    if (documents_.size() < documents_.max_entries()) {
+      documents_.Insert(*processed.digest, copy);
     } else {
       Count("dedupe_table_full");
     }
+  }
+  if (processed.new_simhash.has_value()) {
+    simhash_copies_.Insert({*processed.new_simhash, 0}, copy);
   }
   return written->response.record_id;
 }
@@ -1150,13 +1196,20 @@ void Worker::Impl::OnResponse(std::shared_ptr<Job> job,
     // An exact duplicate of a body stored before (same bytes, any URL) is
     // written as a revisit record and not parsed again: its links were
     // followed when the original was.
-    const std::string digest = BodyDigest(response);
-    if (!digest.empty()) {
-      if (auto it = documents_.find(digest); it != documents_.end()) {
-        RecordRevisit(*job, response, it->second);
-        FinishJob(*job, done);
-        return;
-      }
+    const std::optional<dedupe::Digest128> digest = BodyDigest(response);
+    const dedupe::DocumentCopy* copy =
+        digest.has_value() ? documents_.Find(*digest) : nullptr;
+    // The original is read back for its URL, id and digest; if it cannot
+    // be (its file moved away), this body is stored in full instead.
+    if (std::optional<store::Record> original =
+            copy != nullptr ? ReadCopy(*copy) : std::nullopt) {
+      RecordRevisit(
+          *job, response,
+          DocumentRef{original->Header("WARC-Target-URI"),
+                      original->Header("WARC-Record-ID"),
+                      original->Header("WARC-Payload-Digest"), copy->time_us});
+      FinishJob(*job, done);
+      return;
     }
     processed = Process(*job, response);
     processed.digest = digest;
@@ -1269,14 +1322,15 @@ Worker::Impl::Processed Worker::Impl::Process(
     // flagged for indexers, not dropped: they may differ where it matters.
     const uint64_t h = dedupe::SimHash(page_.text);
     if (std::optional<uint64_t> near = near_dups_->FindNear(h)) {
-      auto it = simhash_urls_.find(*near);
-      out.near_duplicate_of = it != simhash_urls_.end() ? it->second : "?";
+      const dedupe::DocumentCopy* copy = simhash_copies_.Find({*near, 0});
+      std::optional<store::Record> first =
+          copy != nullptr ? ReadCopy(*copy) : std::nullopt;
+      out.near_duplicate_of =
+          first.has_value() ? first->Header("WARC-Target-URI") : "?";
       Count("near_duplicates");
     } else {
       near_dups_->Insert(h);
-      if (simhash_urls_.size() < near_dups_->capacity()) {
-        simhash_urls_.emplace(h, job.fetch_url);
-      }
+      out.new_simhash = h;
     }
   }
   out.noindex = out.noindex || page_.meta_noindex;
