@@ -384,7 +384,9 @@ constexpr Key kKeys[] = {
            "the frontier as a new URL (curl never follows redirects)."),
     IntKey(CRAWLD_CONF_FIELD(fetch, max_connections), 1, 10'000,
            "Transfers in flight at once per worker (never more than one "
-           "per host)."),
+           "per host). Up to as many idle keep-alive connections are kept "
+           "besides, for the next page of a host (least recently used "
+           "closed first)."),
     IntKey(CRAWLD_CONF_FIELD(fetch, memory_body_bytes), 0, 1ll << 30,
            "Bodies larger than this many bytes are spilled to a temporary "
            "file instead of memory."),
@@ -459,6 +461,10 @@ constexpr Key kKeys[] = {
            "Milliseconds to wait for one answer before trying again."),
     IntKey(CRAWLD_CONF_FIELD(dns, tries), 1, 10,
            "Attempts per name server before a lookup fails."),
+    IntKey(CRAWLD_CONF_FIELD(dns, max_queries_in_flight), 1, 100'000,
+           "Names a worker asks its name servers at once; more lookups wait "
+           "their turn. A burst of thousands of queries loses answers to "
+           "full socket buffers and server rate limits."),
 
     // [network]
     BoolKey(CRAWLD_CONF_FIELD(network, allow_private),

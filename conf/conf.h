@@ -131,6 +131,7 @@ struct DnsConfig {
   int64_t negative_ttl_s = 60;  // seconds a failed lookup is cached
   int64_t timeout_ms = 5000;    // milliseconds per try
   int tries = 2;                // attempts per server
+  int64_t max_queries_in_flight = 64;  // names asked at once; more wait
 
   bool operator==(const DnsConfig&) const = default;
 };

@@ -509,6 +509,8 @@ Status Worker::Impl::Init() {
   dnso.negative_ttl_s = config_.dns.negative_ttl_s;
   dnso.timeout_ms = config_.dns.timeout_ms;
   dnso.tries = config_.dns.tries;
+  dnso.max_queries_in_flight =
+      static_cast<size_t>(config_.dns.max_queries_in_flight);
   dnso.allow_private = config_.network.allow_private;
   auto resolver = dns::Resolver::Create(&loop_, dnso);
   if (!resolver.ok()) return resolver.status();

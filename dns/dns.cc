@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <list>
 #include <unordered_map>
@@ -200,6 +201,8 @@ Options Sanitize(Options o) {
   o.timeout_ms = std::clamp<int64_t>(o.timeout_ms, 10, 60000);
   o.tries = std::clamp(o.tries, 1, 10);
   o.max_cache_entries = std::max<size_t>(o.max_cache_entries, 1);
+  o.max_queries_in_flight =
+      std::clamp<size_t>(o.max_queries_in_flight, 1, 100000);
   return o;
 }
 
@@ -225,11 +228,11 @@ struct Resolver::Impl {
     std::string name;
     uint64_t id;
   };
-  // One query in flight and everyone waiting for it.
+  // One lookup, queued or in flight, and everyone waiting for it.
   struct Pending {
     uint64_t id = 0;
     std::vector<Callback> waiters;
-    DeadlineTimer* deadline = nullptr;
+    DeadlineTimer* deadline = nullptr;  // null while queued
   };
   struct QueryArg {
     Impl* impl;
@@ -252,6 +255,13 @@ struct Resolver::Impl {
   std::list<CacheEntry> lru;  // front = most recently used
   std::unordered_map<std::string, std::list<CacheEntry>::iterator> cache;
   std::unordered_map<std::string, Pending> pending;
+  // Names of pending lookups without a query yet, oldest first.
+  std::deque<std::string> queued;
+  size_t in_flight = 0;  // ares_getaddrinfo calls not yet answered
+  bool sending_queued = false;
+  // Per query: timeout_ms * tries (c-ares alone would double its timeout
+  // on each round; see docs/LOOP.md).
+  uint64_t deadline_ms = 0;
   std::vector<Completion> completions;
   uint64_t next_id = 1;
   Stats stats;
@@ -455,11 +465,13 @@ struct Resolver::Impl {
                          ares_addrinfo* res) {
     std::unique_ptr<QueryArg> q(static_cast<QueryArg*>(arg));
     Impl* impl = q->impl;
+    if (impl->in_flight > 0) --impl->in_flight;
     Outcome out = MakeOutcome(q->name, status, res);
     if (res != nullptr) ares_freeaddrinfo(res);
     // During Shutdown (ares_destroy) the waiters were taken already.
     if (impl->shut_down) return;
     impl->CachePut(q->name, out);
+    impl->SendQueued();
     auto it = impl->pending.find(q->name);
     if (it == impl->pending.end() || it->second.id != q->id)
       return;  // timed out
@@ -484,25 +496,52 @@ struct Resolver::Impl {
     Pending p = std::move(it->second);
     impl->pending.erase(it);
     ++impl->stats.timeouts;
-    Status err = Status::Unavailable(
-        "DNS lookup of " + d->name + " timed out after " +
-        std::to_string(impl->options.timeout_ms * impl->options.tries) + " ms");
+    Status err =
+        Status::Unavailable("DNS lookup of " + d->name + " timed out after " +
+                            std::to_string(impl->deadline_ms) + " ms");
     CloseAndDelete(d);
     for (Callback& cb : p.waiters) impl->Defer(std::move(cb), err);
   }
 
   void StartQuery(const std::string& name, Callback done) {
-    uint64_t id = next_id++;
+    Pending& p = pending[name];
+    p.id = next_id++;
+    p.waiters.push_back(std::move(done));
+    if (in_flight >= options.max_queries_in_flight) {
+      queued.push_back(name);
+      ++stats.queued;
+      return;
+    }
+    Send(name, p);
+  }
+
+  // Starts queued lookups while there are free slots. Not re-entered: a
+  // query answered synchronously inside Send frees its slot for this loop.
+  void SendQueued() {
+    if (sending_queued) return;
+    sending_queued = true;
+    while (!queued.empty() && in_flight < options.max_queries_in_flight) {
+      std::string name = std::move(queued.front());
+      queued.pop_front();
+      auto it = pending.find(name);
+      if (it != pending.end() && it->second.deadline == nullptr) {
+        Send(name, it->second);
+      }
+    }
+    sending_queued = false;
+  }
+
+  void Send(const std::string& name, Pending& p) {
+    const uint64_t id = p.id;
     auto* d = new DeadlineTimer{{}, this, name, id};
     uv_timer_init(loop, &d->timer);
     d->timer.data = d;
-    uv_timer_start(&d->timer, OnDeadline,
-                   static_cast<uint64_t>(options.timeout_ms * options.tries),
-                   0);
-    Pending& p = pending[name];
-    p.id = id;
+    // The loop's clock is stale after a long callback (start-up work);
+    // the deadline must run from now, as c-ares's own timeouts do.
+    uv_update_time(loop);
+    uv_timer_start(&d->timer, OnDeadline, deadline_ms, 0);
     p.deadline = d;
-    p.waiters.push_back(std::move(done));
+    ++in_flight;
     ++stats.queries;
     ares_addrinfo_hints hints;
     std::memset(&hints, 0, sizeof(hints));
@@ -558,6 +597,8 @@ Result<std::unique_ptr<Resolver>> Resolver::Create(uv_loop_t* loop,
                               ares_strerror(rc));
     }
   }
+  impl->deadline_ms = static_cast<uint64_t>(impl->options.timeout_ms) *
+                      static_cast<uint64_t>(impl->options.tries);
   // Handles live on the heap and are freed by their close callbacks, so the
   // Resolver can be destroyed right after Shutdown().
   impl->ares_timer = new uv_timer_t;
@@ -629,9 +670,12 @@ void Resolver::Shutdown() {
   impl->shut_down = true;
   std::vector<Completion> out = std::move(impl->completions);
   impl->completions.clear();
+  impl->queued.clear();
   for (auto& [name, p] : impl->pending) {
-    uv_timer_stop(&p.deadline->timer);
-    CloseAndDelete(p.deadline);
+    if (p.deadline != nullptr) {
+      uv_timer_stop(&p.deadline->timer);
+      CloseAndDelete(p.deadline);
+    }
     for (Callback& cb : p.waiters) {
       out.push_back({std::move(cb), Status::Unavailable("shutdown")});
     }

@@ -54,7 +54,8 @@ struct Options {
   // cached, seconds (0 = not cached).
   int64_t negative_ttl_s = 60;
   // Per-try timeout, milliseconds, clamped to [10, 60000]. A lookup fails
-  // with Unavailable at the latest after timeout_ms * tries.
+  // with Unavailable at the latest after timeout_ms * tries from when its
+  // query was sent (time spent waiting for a slot does not count).
   int64_t timeout_ms = 5000;
   // Attempts per server, clamped to [1, 10].
   int tries = 2;
@@ -67,6 +68,12 @@ struct Options {
   // Cached names (positive and negative), least recently used evicted
   // first; clamped to >= 1.
   size_t max_cache_entries = 100000;
+  // Names being queried at once, clamped to [1, 100000]; more lookups wait
+  // in FIFO order for a free slot. A crawl that starts on thousands of
+  // hosts would otherwise send thousands of queries in one burst, and the
+  // answers overflow the socket's receive buffer (each lost answer costs a
+  // retry timeout) or the server's rate limit.
+  size_t max_queries_in_flight = 64;
 
   // --- seams ---
 
@@ -88,6 +95,7 @@ struct Stats {
   uint64_t cache_hits = 0;  // answered from the cache (positive or negative)
   uint64_t coalesced = 0;   // joined a lookup already in flight
   uint64_t queries = 0;     // ares_getaddrinfo calls (one per name lookup)
+  uint64_t queued = 0;      // queries that waited for a free slot
   uint64_t timeouts = 0;    // lookups failed by our deadline
   uint64_t evictions = 0;   // cache entries dropped for space
 };

@@ -390,6 +390,71 @@ TEST_F(DnsTest, Crawld_ConcurrentLookupsOfOneNameShareOneQuery) {
   EXPECT_EQ(d.CountLog("query[AAAA] coalesce.test"), 1);
 }
 
+// Hosts "n0.test" .. "n<count-1>.test" on 127.2.x.y.
+std::string ManyHosts(int count) {
+  std::string hosts;
+  for (int i = 0; i < count; ++i) {
+    hosts += "127.2." + std::to_string(i / 250) + "." +
+             std::to_string(i % 250 + 1) + " n" + std::to_string(i) + ".test\n";
+  }
+  return hosts;
+}
+
+// At most max_queries_in_flight names are asked at once; the rest wait
+// their turn and are answered all the same.
+TEST_F(DnsTest, Crawld_QueriesInFlightAreCapped) {
+  constexpr int kNames = 40;
+  Dnsmasq d(ManyHosts(kNames));
+  ASSERT_TRUE(d.ok());
+  Options o = ServerOptions(d);
+  o.max_queries_in_flight = 3;
+  Make(o);
+  int done = 0, good = 0;
+  for (int i = 0; i < kNames; ++i) {
+    resolver_->Resolve(
+        "n" + std::to_string(i) + ".test", [&, i](Result<Answer> r) {
+          ++done;
+          good += r.ok() &&
+                  r->addresses[0] == "127.2.0." + std::to_string(i % 250 + 1);
+        });
+  }
+  EXPECT_EQ(resolver_->stats().queries, 3u);  // sent before the loop runs
+  EXPECT_EQ(resolver_->stats().queued, uint64_t{kNames - 3});
+  ASSERT_TRUE(RunUntil([&] { return done == kNames; }));
+  EXPECT_EQ(good, kNames);
+  EXPECT_EQ(resolver_->stats().queries, uint64_t{kNames});
+  EXPECT_EQ(resolver_->stats().timeouts, 0u);
+}
+
+// A crawl starting on a thousand hosts while its loop is busy with
+// start-up work: with the default cap every name is answered on the first
+// try (dnsmasq saw each query once), none waits for a retry timeout. Sent
+// all at once, most answers overflowed the socket's receive buffer.
+TEST_F(DnsTest, Crawld_BurstOfLookupsNeedsNoRetry) {
+  constexpr int kNames = 1000;
+  Dnsmasq d(ManyHosts(kNames));
+  ASSERT_TRUE(d.ok());
+  Make(ServerOptions(d));
+  int done = 0, good = 0;
+  for (int i = 0; i < kNames; ++i) {
+    resolver_->Resolve("n" + std::to_string(i) + ".test",
+                       [&](Result<Answer> r) {
+                         ++done;
+                         good += r.ok();
+                       });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(RunUntil([&] { return done == kNames; }));
+  EXPECT_EQ(good, kNames);
+  EXPECT_EQ(resolver_->stats().timeouts, 0u);
+  int asked_twice = 0;
+  for (int i = 0; i < kNames; ++i) {
+    asked_twice +=
+        d.CountLog("query[A] n" + std::to_string(i) + ".test from") > 1;
+  }
+  EXPECT_EQ(asked_twice, 0);
+}
+
 // dnsmasq answers hosts-file names with --local-ttl; clamp it both ways.
 TEST_F(DnsTest, Crawld_TtlIsClampedAndExpires) {
   Dnsmasq d(kHosts, {"--local-ttl=7200"});
