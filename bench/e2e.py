@@ -5,7 +5,8 @@ named workloads, one line of figures each).
 Runs a Release crawld over a webfarm web with politeness delay 0 across many
 hosts and reports pages/s, crawler CPU ms per page (user+sys of the crawld
 process, from wait4), peak RSS, and the floor: Gumbo's bare parse CPU per
-page over the same pages (bench/gumbo_floor on the crawl's WARCs).
+page over the same pages (bench/gumbo_floor on the crawl's WARCs: the
+fastest of three passes over the first 20,000 pages).
 
 It also reports whether the crawl keeps its speed (issue 5, "scale"): the
 pages are the successful page responses in the webfarm's request log (the
@@ -36,6 +37,7 @@ WORKLOADS = {
     # name: (hosts, pages per host, page bytes, links per page)
     "smoke": (20, 50, 8000, 10),
     "small": (200, 100, 16000, 20),     # 20,000 pages
+    "small8k": (200, 100, 8000, 10),    # 20,000 smaller pages
     "medium": (1000, 100, 16000, 20),   # 100,000 pages
     "large": (10000, 100, 8000, 10),    # 1,000,000 pages
 }
