@@ -565,6 +565,25 @@ TEST_F(FetcherTest, Rfc9112_Sec9_3_KeepAliveConnectionIsReused) {
   EXPECT_EQ(fetcher_->stats().connections, 1u);
 }
 
+// A worker crawls more hosts than it has transfer slots: each host's
+// connection must still be there for its next page (one per host, not one
+// per page), while transfers stay within max_connections.
+TEST_F(FetcherTest, Crawld_IdleConnectionsOutnumberingSlotsAreReused) {
+  options_.max_connections = 2;
+  Make();
+  const std::vector<std::string> hosts = {"a.test", "b.test", "c.test",
+                                          "d.test"};
+  for (int round = 0; round < 3; ++round) {
+    for (const std::string& h : hosts) {
+      ASSERT_EQ(Fetch({Url("/small", h), "127.0.0.1", {}}).error,
+                ErrorClass::kNone);
+    }
+  }
+  EXPECT_EQ(server_.connections(), 4);
+  EXPECT_EQ(fetcher_->stats().connections, 4u);
+  EXPECT_LE(server_.max_concurrent_connections(), 4);
+}
+
 // RFC 9110 15.2: interim 1xx heads are not the response.
 TEST_F(FetcherTest, Rfc9110_Sec15_2_InterimHeadIsDropped) {
   server_.Handle("/early", [](Exchange& ex) {
