@@ -16,10 +16,12 @@ size_t AlignUp(size_t n) { return (n + kAlign - 1) & ~(kAlign - 1); }
 
 }  // namespace
 
-GumboArena::GumboArena(size_t max_retained) : max_retained_(max_retained) {}
+GumboArena::GumboArena(size_t max_retained, size_t budget)
+    : max_retained_(max_retained), budget_(budget) {}
 
 GumboArena::~GumboArena() {
   for (const Block& b : blocks_) std::free(b.data);
+  for (void* p : overflow_) std::free(p);
 }
 
 void GumboArena::NewBlock(size_t at_least) {
@@ -34,6 +36,12 @@ void GumboArena::NewBlock(size_t at_least) {
 
 void* GumboArena::Allocate(size_t n) {
   n = AlignUp(std::max<size_t>(n, 1));
+  if (used_ + n > budget_) {
+    void* p = std::aligned_alloc(kAlign, n);
+    if (p == nullptr) std::abort();
+    overflow_.insert(p);
+    return p;
+  }
   if (static_cast<size_t>(end_ - cursor_) < n) NewBlock(n);
   void* p = cursor_;
   cursor_ += n;
@@ -41,7 +49,14 @@ void* GumboArena::Allocate(size_t n) {
   return p;
 }
 
+void GumboArena::Deallocate(void* p) {
+  // Arena memory is never in the set; the common parse has an empty one.
+  if (!overflow_.empty() && overflow_.erase(p) != 0) std::free(p);
+}
+
 void GumboArena::Reset() {
+  for (void* p : overflow_) std::free(p);
+  overflow_.clear();
   if (blocks_.size() > 1) {
     // The parse overflowed the first block: keep one block big enough for
     // a parse like it next time, within the retention limit.
@@ -61,6 +76,8 @@ void* GumboArena::GumboAllocate(void* arena, size_t n) {
   return static_cast<GumboArena*>(arena)->Allocate(n);
 }
 
-void GumboArena::GumboDeallocate(void*, void*) {}
+void GumboArena::GumboDeallocate(void* arena, void* p) {
+  static_cast<GumboArena*>(arena)->Deallocate(p);
+}
 
 }  // namespace crawld::parser::internal

@@ -292,9 +292,11 @@ Extractor::Extractor(const Options& options) : options_(options) {
   options_.max_links = std::clamp<size_t>(options_.max_links, 1, 10'000'000);
   options_.max_nesting_depth =
       std::clamp<size_t>(options_.max_nesting_depth, 16, 100'000);
-  // Enough to keep the tree of an ordinary large page between parses;
-  // a rare huge one gets its memory back when its parse ends.
-  arena_ = std::make_unique<internal::GumboArena>(size_t{8} << 20);
+  // Enough to keep the tree of an ordinary large page between parses; a
+  // rare huge one gets its memory back when its parse ends, and past 64 MiB
+  // its parse allocates as Gumbo would without the arena.
+  arena_ =
+      std::make_unique<internal::GumboArena>(size_t{8} << 20, size_t{64} << 20);
 }
 
 Extractor::~Extractor() = default;
