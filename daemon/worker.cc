@@ -1606,6 +1606,28 @@ robots::Rules Worker::Impl::EffectiveRules(robots::Rules base,
   return base;
 }
 
+namespace {
+
+// The counters that are failures an operator should look at, for the
+// progress line; the others are events (near_duplicates, revisits,
+// routed_in, trap_*, robots_disallowed, ...).
+bool IsErrorCount(std::string_view name) {
+  static constexpr std::string_view kErrors[] = {
+      // fetch error classes (fetcher::ErrorClassName, and the resolver's)
+      "dns", "blocked_private", "connect", "timeout", "tls", "too_large",
+      "protocol", "other",
+      // answers and redirects
+      "http_4xx", "http_5xx", "redirect_loop", "too_many_redirects",
+      "retries_exhausted", "decode_error",
+      // our own state
+      "store_error", "seen_store_error", "checkpoint_failed",
+      "inbox_log_failed", "rules_reload_failed", "stored_copy_unreadable"};
+  return std::find(std::begin(kErrors), std::end(kErrors), name) !=
+         std::end(kErrors);
+}
+
+}  // namespace
+
 void Worker::Impl::Progress(bool final_line) {
   if (options_.progress == nullptr) return;
   const int64_t now = MonotonicUs();
@@ -1617,10 +1639,7 @@ void Worker::Impl::Progress(bool final_line) {
   last_progress_us_ = now;
   uint64_t errors = 0;
   for (const auto& [k, v] : counts_) {
-    if (k != "robots_disallowed" && k != "nofollow_links" &&
-        k != "meta_nofollow_pages" && k != "max_depth") {
-      errors += v;
-    }
+    if (IsErrorCount(k)) errors += v;
   }
   char line[256];
   snprintf(line, sizeof(line),

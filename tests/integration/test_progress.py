@@ -95,6 +95,13 @@ class ProgressLine(unittest.TestCase):
             self.assertNotIn("\r", result.stderr)
             self.assertNotIn("\x1b", result.stderr)
             self.assertRegex(result.stderr, r"(?m)^pages \d+ \| ")
+            # "errors" on the last line is the failures (the 404 host's
+            # pages), not every counted event.
+            errors = re.findall(r"(?m)^pages \d+ .*\| errors (\d+) \|",
+                                result.stderr)
+            self.assertGreater(int(errors[-1]), 0)
+            self.assertEqual(int(errors[-1]), result.count("http_4xx"),
+                             result.summary["counts"])
 
 
 # Prometheus text format 0.0.4: comments, then "name{labels} value".
