@@ -384,9 +384,12 @@ constexpr Key kKeys[] = {
            "the frontier as a new URL (curl never follows redirects)."),
     IntKey(CRAWLD_CONF_FIELD(fetch, max_connections), 1, 10'000,
            "Transfers in flight at once per worker (never more than one "
-           "per host). Up to as many idle keep-alive connections are kept "
-           "besides, for the next page of a host (least recently used "
-           "closed first)."),
+           "per host)."),
+    IntKey(CRAWLD_CONF_FIELD(fetch, max_idle_connections), 0, 100'000,
+           "Idle keep-alive connections a worker keeps for the next page of "
+           "their host, least recently used closed first; fewer if the "
+           "open-file limit (raised to its hard limit at start) is too low "
+           "for max_connections plus these plus 256 files."),
     IntKey(CRAWLD_CONF_FIELD(fetch, memory_body_bytes), 0, 1ll << 30,
            "Bodies larger than this many bytes are spilled to a temporary "
            "file instead of memory."),

@@ -86,6 +86,8 @@ struct FetchConfig {
   // Redirect hops followed (each hop is a new frontier entry).
   int max_redirects = 5;
   int max_connections = 64;  // transfers in flight per worker
+  // Idle keep-alive connections kept per worker (within the open-file limit).
+  int64_t max_idle_connections = 1024;
   // Bodies larger than this many bytes spill to a temporary file.
   uint64_t memory_body_bytes = 64 << 10;
   bool verify_tls = true;  // verify server certificates and host names

@@ -1,6 +1,7 @@
 #include "daemon/worker.h"
 
 #include <curl/curl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
@@ -42,6 +43,24 @@ namespace crawld::daemon {
 namespace {
 
 int64_t MonotonicUs() { return static_cast<int64_t>(uv_hrtime() / 1000); }
+
+// The idle connections that fit in this process's open-file limit beside
+// `transfers` and 256 other files (WARC, LevelDB, DNS and admin sockets).
+// The soft limit is raised to the hard one first: the usual 1024 is far
+// below what a crawler keeping connections warm needs.
+size_t IdleConnectionBudget(size_t transfers, size_t wanted) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return wanted;
+  if (rl.rlim_cur < rl.rlim_max) {
+    struct rlimit up = rl;
+    up.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &up) == 0) rl = up;
+  }
+  if (rl.rlim_cur == RLIM_INFINITY) return wanted;
+  const size_t limit = static_cast<size_t>(rl.rlim_cur);
+  const size_t room = limit > transfers + 256 ? limit - transfers - 256 : 0;
+  return std::min(wanted, room);
+}
 
 // "2026-11-22T15:04:05.123456Z" from epoch microseconds.
 std::string IsoTime(int64_t us) {
@@ -524,6 +543,17 @@ Status Worker::Impl::Init() {
   feo.low_speed_time_s = config_.fetch.low_speed_time_s;
   feo.max_body_bytes = config_.fetch.max_body_bytes;
   feo.max_connections = static_cast<size_t>(config_.fetch.max_connections);
+  feo.max_idle_connections = IdleConnectionBudget(
+      feo.max_connections,
+      static_cast<size_t>(config_.fetch.max_idle_connections));
+  if (feo.max_idle_connections <
+      static_cast<size_t>(config_.fetch.max_idle_connections)) {
+    log_.Write(
+        Level::kWarn, "idle_connections_capped",
+        {{"configured", std::to_string(config_.fetch.max_idle_connections)},
+         {"kept", std::to_string(feo.max_idle_connections)},
+         {"why", "open-file limit (ulimit -n)"}});
+  }
   feo.body_buffer.memory_limit = config_.fetch.memory_body_bytes;
   feo.body_buffer.spill_dir = data + "/tmp";
   feo.verify_tls = config_.fetch.verify_tls;

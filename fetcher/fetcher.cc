@@ -123,6 +123,7 @@ Options Sanitize(Options o) {
   o.low_speed_time_s = std::max<int64_t>(o.low_speed_time_s, 0);
   o.max_body_bytes = std::max<uint64_t>(o.max_body_bytes, 1);
   o.max_connections = std::clamp<size_t>(o.max_connections, 1, 100000);
+  o.max_idle_connections = std::min<size_t>(o.max_idle_connections, 100000);
   return o;
 }
 
@@ -585,17 +586,16 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Create(uv_loop_t* loop,
   curl_multi_setopt(p->multi, CURLMOPT_SOCKETDATA, static_cast<void*>(p));
   curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, &Impl::OnCurlTimer);
   curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, static_cast<void*>(p));
-  // Transfers are gated to max_connections by us; curl may keep as many
-  // idle keep-alive connections besides, least recently used closed first.
-  // With the cap on open connections equal to the transfer limit, as
-  // before, a worker crawling more hosts than it has slots closed every
-  // connection after its page and paid a new TCP (and TLS) handshake for
-  // each: on the e2e benchmark, one connect() per page.
-  curl_multi_setopt(p->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
-                    static_cast<long>(2 * p->options.max_connections));
-  // curl's cache counts connections in use too.
-  curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS,
-                    static_cast<long>(2 * p->options.max_connections));
+  // Transfers are gated to max_connections by us; curl keeps idle
+  // keep-alive connections besides, least recently used closed first.
+  // With the cap on open connections equal to the transfer limit, a worker
+  // crawling more hosts than it has slots closed every connection after
+  // its page and paid a new TCP (and TLS) handshake for each. curl's cache
+  // counts connections in use too.
+  const long open_max = static_cast<long>(p->options.max_connections +
+                                          p->options.max_idle_connections);
+  curl_multi_setopt(p->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, open_max);
+  curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS, open_max);
   curl_multi_setopt(p->multi, CURLMOPT_PIPELINING, CURLPIPE_NOTHING);
   // Handles live on the heap and are freed by their close callbacks, so the
   // Fetcher can be destroyed right after Shutdown().

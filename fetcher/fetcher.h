@@ -63,11 +63,14 @@ struct Options {
 
   // --- performance ---
 
-  // Transfers in progress, and so open connections, at most (also set as
-  // CURLMOPT_MAX_TOTAL_CONNECTIONS). Further transfers wait in a FIFO in the
+  // Transfers in progress at most. Further transfers wait in a FIFO in the
   // Fetcher; their timeouts start when they leave it. Clamped to
   // [1, 100000].
   size_t max_connections = 64;
+  // Idle keep-alive connections kept for the next request to their host,
+  // least recently used closed first; open connections are at most
+  // max_connections + max_idle_connections. Clamped to [0, 100000].
+  size_t max_idle_connections = 64;
   // Memory threshold (bytes) and spill directory of each response body.
   DocBuffer::Options body_buffer;
 
