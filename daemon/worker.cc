@@ -1078,10 +1078,14 @@ std::string Worker::Impl::Record(const Job& job,
       WarcFileNumber(written->response.file),
       static_cast<uint32_t>(written->response.length)};
   if (processed.digest.has_value() && !written->payload_digest.empty()) {
-    if (documents_.size() < documents_.max_entries()) {
-      documents_.Insert(*processed.digest, copy);
-    } else {
-      Count("dedupe_table_full");
+    // Present only when its copy could not be read back: this one serves
+    // the next duplicates instead.
+    if (!documents_.Replace(*processed.digest, copy)) {
+      if (documents_.size() < documents_.max_entries()) {
+        documents_.Insert(*processed.digest, copy);
+      } else {
+        Count("dedupe_table_full");
+      }
     }
   }
   if (processed.new_simhash.has_value()) {

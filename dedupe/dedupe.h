@@ -362,6 +362,9 @@ class DocumentTable {
   // Adds `key` unless it is present or the table is full; true if added.
   // REQUIRES: copy.length > 0 (0 marks an empty slot).
   bool Insert(const Digest128& key, const DocumentCopy& copy);
+  // Points a present `key` at another copy (the first one could not be
+  // read back); true if it was present. REQUIRES: copy.length > 0.
+  bool Replace(const Digest128& key, const DocumentCopy& copy);
 
   size_t size() const { return size_; }
   size_t max_entries() const { return max_entries_; }

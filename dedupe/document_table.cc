@@ -30,6 +30,14 @@ const DocumentCopy* DocumentTable::Find(const Digest128& key) const {
   }
 }
 
+bool DocumentTable::Replace(const Digest128& key, const DocumentCopy& copy) {
+  if (copy.length == 0) return false;
+  auto* found = const_cast<DocumentCopy*>(Find(key));
+  if (found == nullptr) return false;
+  *found = copy;
+  return true;
+}
+
 bool DocumentTable::Insert(const Digest128& key, const DocumentCopy& copy) {
   if (copy.length == 0 || size_ >= max_entries_) return false;
   // At most 70% full, so that a miss (most lookups) ends soon.

@@ -54,6 +54,11 @@ TEST(DocumentTable, FirstCopyWinsAndKeysDifferingInOneWordAreDistinct) {
   EXPECT_EQ(t.Find({1, 3}), nullptr);
   EXPECT_EQ(t.Find({2, 2}), nullptr);
   // SimHash keys: low word 0, including the hash 0 itself.
+  // Replace re-points a present key only.
+  EXPECT_TRUE(t.Replace(a, CopyFor(5)));
+  ExpectSame(t.Find(a), CopyFor(5));
+  EXPECT_FALSE(t.Replace({5, 5}, CopyFor(6)));
+  EXPECT_EQ(t.Find({5, 5}), nullptr);
   EXPECT_TRUE(t.Insert({0, 0}, CopyFor(3)));
   EXPECT_TRUE(t.Insert({7, 0}, CopyFor(4)));
   ExpectSame(t.Find({0, 0}), CopyFor(3));
