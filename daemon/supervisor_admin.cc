@@ -169,6 +169,40 @@ void AppendEscapedLabel(std::string* out, std::string_view v) {
   }
 }
 
+// Calls f(line) for each line of `text`, trailing CRs removed.
+template <typename F>
+void ForEachLine(std::string_view text, F f) {
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text =
+        nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    f(line);
+  }
+}
+
+// A "# HELP name text" or "# TYPE name type" line.
+struct MetricsHeader {
+  bool help = false;
+  std::string_view name;
+  std::string_view arg;  // may be empty
+};
+enum class HeaderKind { kNotHeader, kMalformed, kHeader };
+
+HeaderKind ParseHeader(std::string_view line, MetricsHeader* h) {
+  h->help = line.rfind("# HELP ", 0) == 0;
+  if (!h->help && line.rfind("# TYPE ", 0) != 0) return HeaderKind::kNotHeader;
+  std::string_view rest = line.substr(7);
+  const size_t n = NameLength(rest, true);
+  if (n == 0 || (n < rest.size() && rest[n] != ' ')) {
+    return HeaderKind::kMalformed;
+  }
+  h->name = rest.substr(0, n);
+  h->arg = n < rest.size() ? rest.substr(n + 1) : std::string_view();
+  return HeaderKind::kHeader;
+}
+
 }  // namespace
 
 std::string MergeMetrics(const std::vector<MetricsSource>& sources,
@@ -186,52 +220,34 @@ std::string MergeMetrics(const std::vector<MetricsSource>& sources,
   // of each source would let the merged output regroup when read again.
   std::set<std::string> declared;
   for (const MetricsSource& src : sources) {
-    std::string_view text = src.text;
-    while (!text.empty()) {
-      const size_t nl = text.find('\n');
-      std::string_view line = text.substr(0, nl);
-      text = nl == std::string_view::npos ? std::string_view()
-                                          : text.substr(nl + 1);
-      // Exactly the lines the pass below accepts and prints a header for
-      // (HELP, or TYPE with a type).
-      while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      const bool help = line.rfind("# HELP ", 0) == 0;
-      if (!help && line.rfind("# TYPE ", 0) != 0) continue;
-      std::string_view rest = line.substr(7);
-      const size_t n = NameLength(rest, true);
-      if (n == 0 || (n < rest.size() && rest[n] != ' ')) continue;
-      if (help || n + 1 < rest.size()) {
-        declared.insert(std::string(rest.substr(0, n)));
+    // Exactly the lines the pass below accepts and prints a header for
+    // (HELP, or TYPE with a type).
+    ForEachLine(src.text, [&](std::string_view line) {
+      MetricsHeader h;
+      if (ParseHeader(line, &h) == HeaderKind::kHeader &&
+          (h.help || !h.arg.empty())) {
+        declared.insert(std::string(h.name));
       }
-    }
+    });
   }
   for (const MetricsSource& src : sources) {
     std::string current;
     // This source's own TYPE per family, to detect conflicts.
     std::map<std::string, std::string> types;
-    std::string_view text = src.text;
-    while (!text.empty()) {
-      const size_t nl = text.find('\n');
-      std::string_view line = text.substr(0, nl);
-      text = nl == std::string_view::npos ? std::string_view()
-                                          : text.substr(nl + 1);
-      while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      if (line.empty()) continue;
+    ForEachLine(src.text, [&](std::string_view line) {
+      if (line.empty()) return;
       if (line[0] == '#') {
-        const bool help = line.rfind("# HELP ", 0) == 0;
-        const bool type = line.rfind("# TYPE ", 0) == 0;
-        if (!help && !type) continue;  // a plain comment
-        std::string_view rest = line.substr(7);
-        const size_t n = NameLength(rest, true);
-        if (n == 0 || (n < rest.size() && rest[n] != ' ')) {
+        MetricsHeader h;
+        const HeaderKind kind = ParseHeader(line, &h);
+        if (kind == HeaderKind::kNotHeader) return;  // a plain comment
+        if (kind == HeaderKind::kMalformed) {
           ++bad;
-          continue;
+          return;
         }
-        current = std::string(rest.substr(0, n));
-        std::string_view arg =
-            n < rest.size() ? rest.substr(n + 1) : std::string_view();
+        current = std::string(h.name);
+        const std::string_view arg = h.arg;
         Family& f = families[current];
-        if (help) {
+        if (h.help) {
           if (!f.has_help) {
             f.help = std::string(arg);
             f.has_help = true;
@@ -240,12 +256,12 @@ std::string MergeMetrics(const std::vector<MetricsSource>& sources,
           types[current] = std::string(arg);
           if (f.type.empty()) f.type = std::string(arg);
         }
-        continue;
+        return;
       }
       ParsedSample s;
       if (!ParseSample(line, &s)) {
         ++bad;
-        continue;
+        return;
       }
       const std::string family = FamilyOf(s.name, declared);
       Family& f = families[family];
@@ -254,7 +270,7 @@ std::string MergeMetrics(const std::vector<MetricsSource>& sources,
           own == types.end() ? std::string() : own->second;
       if (!f.type.empty() && own_type != f.type) {
         ++bad;  // mixing types would make the family unparsable
-        continue;
+        return;
       }
       std::string out = s.name;
       const bool add_worker = !src.worker.empty();
@@ -277,7 +293,7 @@ std::string MergeMetrics(const std::vector<MetricsSource>& sources,
       }
       out.append(s.rest);
       f.samples.push_back(std::move(out));
-    }
+    });
   }
   std::string out;
   for (const auto& [name, f] : families) {
