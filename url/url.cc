@@ -1283,8 +1283,13 @@ Result<Url> Canonicalizer::Canonicalize(const Url& url) const {
       if (o.drop_trailing_host_dot) {
         size_t n = hh.size();
         while (n > 0 && hh[n - 1] == '.') --n;
-        // "008.." is a domain but "008" would be read as an IPv4 number.
-        if (n > 0 && !EndsInANumber(hh.substr(0, n))) hh = hh.substr(0, n);
+        // "008.." is a domain but "008" would be read as an IPv4 number,
+        // and "file://localhost./" names a host where "file://localhost/"
+        // names none.
+        const std::string_view bare = hh.substr(0, n);
+        const bool file_localhost =
+            url.scheme() == "file" && bare == "localhost";
+        if (n > 0 && !EndsInANumber(bare) && !file_localhost) hh = bare;
       }
       out.append(hh);
       r.username_end_ = url.username_end_;

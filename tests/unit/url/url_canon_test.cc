@@ -56,6 +56,10 @@ TEST(CrawldCanon, DropTrailingHostDot) {
   // number (and "008" fails as one), so the dots stay.
   EXPECT_EQ(C("http://008../"), "http://008../");
   EXPECT_EQ(C("http://a.09../"), "http://a.09../");
+  // Found by url_fuzz: a file URL's "localhost" is no host at all, so
+  // "localhost." keeps its dot.
+  EXPECT_EQ(C("file://localhost./C:/a"), "file://localhost./C:/a");
+  EXPECT_EQ(C("file://localhost\uFF61/a"), "file://localhost./a");
   // A host of dots only would become empty: left alone.
   EXPECT_EQ(C("http://./"), "http://./");
   Options o;
