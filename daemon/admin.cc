@@ -849,6 +849,7 @@ size_t RequestReader::Feed(std::string_view data) {
   // malformed gets does not depend on how its bytes arrived in chunks
   // (http_parser reports a token to its callbacks at the token's end or at
   // the end of a chunk, whichever comes first).
+  const std::string_view given = data;
   bool capped = false;
   if (!im.headers_done) {
     const size_t allowance =
@@ -884,6 +885,11 @@ size_t RequestReader::Feed(std::string_view data) {
     im.Fail(431, "request header larger than " +
                      std::to_string(im.limits.max_header_bytes) + " bytes");
     return n;
+  }
+  if (capped && im.state == State::kNeedMore && im.parser.upgrade == 0) {
+    // The header section ended inside the allowance: the body that followed
+    // it in this chunk was cut off with the cap, and is read now.
+    return n + Feed(given.substr(n));
   }
   if (im.parser.upgrade != 0 && im.state != State::kRequest) {
     im.state = State::kError;

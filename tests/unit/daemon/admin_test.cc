@@ -157,6 +157,29 @@ TEST(Rfc9112, ReaderStopsAfterOneRequest) {
   EXPECT_EQ(reader.TakeRequest(&keep_alive).path, "/b");
 }
 
+// Found by admin_request_fuzz: the header section is read at most
+// max_header_bytes at a time, and a body that arrived in the same chunk past
+// that cap was left unread although the request was incomplete.
+TEST(Rfc9112, ReaderReadsTheBodyBeyondTheHeaderCapInOneChunk) {
+  RequestLimits limits;
+  limits.max_header_bytes = 64;
+  const std::string head =
+      "POST /s HTTP/1.1\r\nHost: h\r\nContent-Length: 40\r\n\r\n";
+  ASSERT_LT(head.size(), limits.max_header_bytes);
+  const std::string body(40, 'b');
+  RequestReader reader(limits);
+  // Only part of the body comes in the first chunk: the request is not
+  // complete, yet every byte given must be read.
+  const std::string first = head + body.substr(0, 30);
+  ASSERT_GT(first.size(), limits.max_header_bytes);
+  EXPECT_EQ(reader.Feed(first), first.size());
+  ASSERT_EQ(reader.state(), RequestReader::State::kNeedMore);
+  EXPECT_EQ(reader.Feed(std::string_view(body).substr(30)), 10u);
+  ASSERT_EQ(reader.state(), RequestReader::State::kRequest);
+  bool keep_alive;
+  EXPECT_EQ(reader.TakeRequest(&keep_alive).body, body);
+}
+
 TEST(Rfc9112, Sec3_2_Http11WithoutHostIsBadRequest) {
   RequestReader reader{RequestLimits()};
   reader.Feed("GET / HTTP/1.1\r\n\r\n");
