@@ -19,6 +19,7 @@ slow decile is either the crawler's doing (more CPU per page) or the
 neighbours' (same CPU per page, higher load).
 
 usage: bench/e2e.py [--build build/bench] [--workload small|medium|large]...
+                   [--web hosts=2000 --web pages=10 ...] [--set KEY=VALUE]...
 """
 import argparse
 import json
@@ -212,23 +213,24 @@ def floor_files(warcs):
     return out
 
 
-def run(workload, build, keep, settings=None, report_s=60.0):
+def farm_config(workload, web=None):
+    """The webfarm's config for a workload, with --web overrides (any key of
+    tests/webfarm's config: hosts, pages, page_bytes, links, seed, ...)."""
+    hosts, pages, page_bytes, links = WORKLOADS[workload]
+    keys = {"seed": 3, "hosts": hosts, "pages": pages,
+            "page_bytes": page_bytes, "links": links,
+            "cross_host_share": 0.3, "relative_share": 0.5, "ips": 64,
+            "seeds": "all", **(web or {})}
+    return "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
+
+
+def run(workload, build, keep, settings=None, report_s=60.0, web=None):
     os.environ["CRAWLD_BUILD_DIR"] = os.path.abspath(build)
     import crawl_util
     import harness
 
-    hosts, pages, page_bytes, links = WORKLOADS[workload]
-    farm_cfg = f"""
-seed = 3
-hosts = {hosts}
-pages = {pages}
-page_bytes = {page_bytes}
-links = {links}
-cross_host_share = 0.3
-relative_share = 0.5
-ips = 64
-seeds = "all"
-"""
+    farm_cfg = farm_config(workload, web)
+    print(farm_cfg.replace("\n", "; ").strip("; "), flush=True)
     data = tempfile.mkdtemp(prefix=f"crawld-bench-{workload}-")
     try:
         # The large web's manifest and hosts take the farm a while to write.
@@ -349,6 +351,9 @@ def main():
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a config override, e.g. store.gzip_level=1 "
                          "(TOML value: true, 3, 0.5, \"text\")")
+    ap.add_argument("--web", action="append", default=[], metavar="KEY=VALUE",
+                    help="a webfarm config override on top of the workload, "
+                         "e.g. hosts=2000 or page_bytes=30000 (TOML value)")
     ap.add_argument("--report", type=float, default=60.0, metavar="SECONDS",
                     help="print a progress line this often (0: never)")
     args = ap.parse_args()
@@ -356,8 +361,12 @@ def main():
     for kv in args.set:
         key, _, value = kv.partition("=")
         settings[key] = json.loads(value)
+    web = {}
+    for kv in args.web:
+        key, _, value = kv.partition("=")
+        web[key] = json.loads(value)
     for w in args.workload or ["small"]:
-        run(w, args.build, args.keep, settings, args.report)
+        run(w, args.build, args.keep, settings, args.report, web)
 
 
 if __name__ == "__main__":
