@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -51,6 +52,49 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
     if (x != y) return false;
   }
   return true;
+}
+
+// Host (lowercase, as written: "[v6]" keeps its brackets) and port of an
+// absolute http(s) URL; the scheme's port when none is written.
+bool UrlHostPort(std::string_view url, std::string* host, int* port) {
+  const size_t scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return false;
+  const std::string_view scheme = url.substr(0, scheme_end);
+  std::string_view rest = url.substr(scheme_end + 3);
+  rest = rest.substr(0, rest.find_first_of("/?#"));
+  if (const size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    rest.remove_prefix(at + 1);
+  }
+  size_t colon = std::string_view::npos;
+  if (!rest.empty() && rest.front() == '[') {
+    const size_t close = rest.find(']');
+    if (close == std::string_view::npos) return false;
+    if (close + 1 < rest.size()) {
+      if (rest[close + 1] != ':') return false;
+      colon = close + 1;
+    }
+  } else {
+    colon = rest.find(':');
+  }
+  host->assign(rest.substr(0, colon));
+  for (char& c : *host) c = static_cast<char>(std::tolower(c));
+  const bool https = scheme.size() == 5;
+  *port = https ? 443 : 80;
+  if (colon != std::string_view::npos && colon + 1 < rest.size()) {
+    int p = 0;
+    for (char c : rest.substr(colon + 1)) {
+      if (c < '0' || c > '9' || p > 65535) return false;
+      p = p * 10 + (c - '0');
+    }
+    if (p < 1 || p > 65535) return false;
+    *port = p;
+  }
+  return true;
+}
+
+bool IsIpv4Literal(const std::string& host) {
+  unsigned char addr[4];
+  return inet_pton(AF_INET, host.c_str(), addr) == 1;
 }
 
 bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
@@ -188,6 +232,8 @@ struct Fetcher::Impl {
     CURL* easy = nullptr;
     curl_slist* headers = nullptr;     // CURLOPT_HTTPHEADER, owned
     curl_slist* connect_to = nullptr;  // CURLOPT_CONNECT_TO, owned
+    curl_slist* resolve = nullptr;     // CURLOPT_RESOLVE, owned
+    CURLSH* dns_cache = nullptr;       // this transfer's own, owned
     Request request;
     Response response;
     DoneFn done;
@@ -455,8 +501,7 @@ struct Fetcher::Impl {
     r.end_us = WallMicros();
     SetState(f, State::kDone);
     curl_easy_cleanup(f->easy);
-    curl_slist_free_all(f->headers);
-    curl_slist_free_all(f->connect_to);
+    FreeLists(f);
     active.erase(f);
     Completion c{std::move(f->done), std::move(f->response)};
     delete f;
@@ -504,15 +549,65 @@ struct Fetcher::Impl {
     }
   }
 
+  // After the easy handle is cleaned up (it must let go of the cache).
+  static void FreeLists(Fetch* f) {
+    curl_slist_free_all(f->headers);
+    curl_slist_free_all(f->connect_to);
+    curl_slist_free_all(f->resolve);
+    if (f->dns_cache != nullptr) curl_share_cleanup(f->dns_cache);
+    f->headers = f->connect_to = f->resolve = nullptr;
+    f->dns_cache = nullptr;
+  }
+
+  // Pins our resolved address for the URL's host (see docs/LOOP.md,
+  // "Pinning the address"). A named host gets it as a CURLOPT_RESOLVE entry
+  // in a DNS cache of this transfer's own: curl then keys keep-alive reuse
+  // on the host name, and each transfer looks only at idle connections to
+  // its own host. With CURLOPT_CONNECT_TO the key was the address: every
+  // new transfer polled each idle connection to any host sharing that
+  // address (shared hosting, CDNs) for liveness before comparing names.
+  Status Pin(Fetch* f, const std::string& ip, bool v6) {
+    const std::string addr = v6 ? "[" + ip + "]" : ip;
+    std::string host;
+    int port = 0;
+    if (!UrlHostPort(f->request.url, &host, &port) || host.empty() ||
+        host.front() == '[' || IsIpv4Literal(host)) {
+      // An IP literal is never looked up by curl; "::HOST:" = any URL host
+      // and port -> this address, same port.
+      f->connect_to = curl_slist_append(nullptr, ("::" + addr + ":").c_str());
+      return f->connect_to != nullptr
+                 ? Status::Ok()
+                 : Status::ResourceExhausted("curl_slist_append");
+    }
+    f->dns_cache = curl_share_init();
+    if (f->dns_cache == nullptr) {
+      return Status::ResourceExhausted("curl_share_init");
+    }
+    curl_share_setopt(f->dns_cache, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    const std::string tail = ":" + std::to_string(port) + ":" + addr;
+    f->resolve = curl_slist_append(nullptr, (host + tail).c_str());
+    // Some curl versions look the name up without its trailing dot.
+    if (f->resolve != nullptr && host.size() > 1 && host.back() == '.') {
+      host.pop_back();
+      f->resolve = curl_slist_append(f->resolve, (host + tail).c_str());
+    }
+    return f->resolve != nullptr
+               ? Status::Ok()
+               : Status::ResourceExhausted("curl_slist_append");
+  }
+
+  // Refuses any lookup curl would start itself: the name must come from
+  // the pin, never from the system resolver (it would bypass the caller's
+  // network guard).
+  static int OnResolverStart(void*, void*, void*) { return 1; }
+
   Status Configure(Fetch* f) {
     CURL* e = f->easy;
     const Request& rq = f->request;
     bool v6 = rq.ip.find(':') != std::string::npos;
     std::string ip = rq.ip;
     if (ip.size() >= 2 && ip.front() == '[') ip = ip.substr(1, ip.size() - 2);
-    // "::HOST:" = any URL host and port -> this address, same port.
-    std::string connect_to = "::" + (v6 ? "[" + ip + "]" : ip) + ":";
-    curl_slist* connect_list = curl_slist_append(nullptr, connect_to.c_str());
+    if (Status pinned = Pin(f, ip, v6); !pinned.ok()) return pinned;
     bool accept_given = false;
     for (const std::string& h : rq.extra_headers) {
       if (StartsWithIgnoreCase(h, "accept-encoding:")) accept_given = true;
@@ -522,7 +617,6 @@ struct Fetcher::Impl {
       f->headers = curl_slist_append(
           f->headers, ("Accept-Encoding: " + options.accept_encoding).c_str());
     }
-    f->connect_to = connect_list;  // curl keeps the pointer, not a copy
 
     int64_t total = rq.total_timeout_ms > 0 ? rq.total_timeout_ms
                                             : options.total_timeout_ms;
@@ -532,7 +626,16 @@ struct Fetcher::Impl {
     };
     set(CURLOPT_URL, rq.url.c_str());
     set(CURLOPT_PRIVATE, static_cast<void*>(f));
-    set(CURLOPT_CONNECT_TO, connect_list);
+    // curl keeps the list pointers, not copies: they live in the Fetch.
+    if (f->connect_to != nullptr) set(CURLOPT_CONNECT_TO, f->connect_to);
+    if (f->resolve != nullptr) {
+      set(CURLOPT_SHARE, f->dns_cache);
+      set(CURLOPT_RESOLVE, f->resolve);
+    }
+    if (f->resolve != nullptr) {
+      set(CURLOPT_RESOLVER_START_FUNCTION, &Impl::OnResolverStart);
+    }
+    if (!rq.keep_alive) set(CURLOPT_FORBID_REUSE, 1L);
     set(CURLOPT_PROXY, "");  // ignore *_proxy environment variables
     set(CURLOPT_PROTOCOLS_STR, "http,https");
     set(CURLOPT_FOLLOWLOCATION, 0L);
@@ -682,8 +785,7 @@ void Fetcher::Submit(Request request, std::function<void(Response&&)> done) {
     r.error_message = s.ToString();
     r.end_us = WallMicros();
     if (f->easy != nullptr) curl_easy_cleanup(f->easy);
-    curl_slist_free_all(f->headers);
-    curl_slist_free_all(f->connect_to);
+    Impl::FreeLists(f);
     DoneFn cb = std::move(f->done);
     delete f;
     impl->Defer(std::move(cb), std::move(r));

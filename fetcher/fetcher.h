@@ -112,6 +112,11 @@ struct Request {
   // Per-request overrides; 0 = the Options value (bytes, milliseconds).
   uint64_t max_body_bytes = 0;
   int64_t total_timeout_ms = 0;
+  // false: close the connection after this transfer instead of keeping it
+  // idle (the caller has nothing more for this host). An idle connection
+  // that no transfer will reuse only waits for the server to close it, and
+  // curl then probes it for liveness with every other idle one.
+  bool keep_alive = true;
 };
 
 struct Response {

@@ -477,6 +477,23 @@ TEST_F(FetcherTest, Crawld_AddressIsPinnedWithoutDns) {
   EXPECT_EQ(r.ip, "127.0.0.1");
 }
 
+// The pin is keyed by host name and port, as curl looks names up: a host
+// written with a trailing dot and an explicit default-less port still gets
+// our address (curl would otherwise refuse to resolve it at all).
+TEST_F(FetcherTest, Crawld_AddressIsPinnedForEveryHostSpelling) {
+  server_.Handle("/who", [](Exchange& ex) { ex.Send(Ok("pinned")); });
+  for (const std::string host :
+       {"dot.invalid.", "UPPER.invalid", "user@at.invalid"}) {
+    Response r = Fetch({Url("/who", host), "127.0.0.1", {}});
+    EXPECT_EQ(r.error, ErrorClass::kNone) << host << ": " << r.error_message;
+    EXPECT_EQ(BodyOf(r), "pinned") << host;
+  }
+  // An IP literal is pinned too (it may differ from the resolved address
+  // only if the caller says so).
+  Response lit = Fetch({Url("/who", "127.0.0.1"), "127.0.0.1", {}});
+  EXPECT_EQ(lit.error, ErrorClass::kNone) << lit.error_message;
+}
+
 TEST(FetcherIpv6, Crawld_Ipv6AddressIsPinned) {
   TestServer server(/*ipv6=*/true);
   if (!server.ok()) GTEST_SKIP() << "no IPv6 loopback here";
@@ -563,6 +580,18 @@ TEST_F(FetcherTest, Rfc9112_Sec9_3_KeepAliveConnectionIsReused) {
   for (int i = 0; i < 3; ++i) ASSERT_EQ(Get("/small").error, ErrorClass::kNone);
   EXPECT_EQ(server_.connections(), 1);
   EXPECT_EQ(fetcher_->stats().connections, 1u);
+}
+
+TEST_F(FetcherTest, Crawld_TransferWithoutKeepAliveClosesItsConnection) {
+  Make();
+  Request last{Url("/small"), "127.0.0.1", {}};
+  last.keep_alive = false;
+  ASSERT_EQ(Get("/small").error, ErrorClass::kNone);
+  ASSERT_EQ(Fetch(last).error, ErrorClass::kNone);  // reuses, then closes
+  EXPECT_EQ(server_.connections(), 1);
+  ASSERT_EQ(Get("/small").error, ErrorClass::kNone);
+  EXPECT_EQ(server_.connections(), 2);
+  EXPECT_EQ(fetcher_->stats().connections, 2u);
 }
 
 // A worker crawls more hosts than it has transfer slots: each host's
