@@ -87,7 +87,7 @@ struct FetchConfig {
   int max_redirects = 5;
   int max_connections = 64;  // transfers in flight per worker
   // Idle keep-alive connections kept per worker (within the open-file limit).
-  int64_t max_idle_connections = 1024;
+  int64_t max_idle_connections = 4096;
   // Bodies larger than this many bytes spill to a temporary file.
   uint64_t memory_body_bytes = 64 << 10;
   bool verify_tls = true;  // verify server certificates and host names

@@ -952,6 +952,12 @@ void Worker::Impl::ResolveAndGate(std::shared_ptr<Job> job,
         fetcher::Request req;
         req.url = job->fetch_url;
         req.ip = ip;
+        // A host with nothing queued after this page (a robots.txt fetch
+        // has its page queued) does not keep its connection open; links
+        // found on the page may still bring it back, for one handshake.
+        const std::optional<frontier::HostInfo> host =
+            frontier_->Host(job->host_key);
+        req.keep_alive = host.has_value() && host->queued > 0;
         fetcher_->Submit(std::move(req), [this, job](fetcher::Response&& r) {
           if (finished_) return;
           if (job->is_robots) {
