@@ -12,8 +12,10 @@
 // - Redirects are never followed; the caller sees the 3xx and its Location
 //   and sends the target through canonicalization, filters and politeness.
 // - curl does no DNS: the caller resolves with dns::Resolver and passes the
-//   address, which is pinned with CURLOPT_CONNECT_TO (TLS still verifies the
-//   URL's host name). Proxies from the environment are ignored.
+//   address, which is pinned in a DNS cache of the transfer's own
+//   (CURLOPT_RESOLVE; CURLOPT_CONNECT_TO for IP-literal hosts), so that
+//   keep-alive reuse is keyed on the host name; TLS still verifies the URL's
+//   host name. Proxies from the environment are ignored.
 // - Bodies are kept raw as received (no Content-Encoding decoding by curl),
 //   because the WARC record must hold the bytes on the wire; DecodeBody()
 //   decodes for the parser.
