@@ -2386,6 +2386,14 @@ void Worker::Impl::SyncMetrics() {
           static_cast<double>(bytes_));
   counter("crawld_robots_fetches_total", "robots.txt fetches.",
           static_cast<double>(robots_fetches_));
+  if (fetcher_ != nullptr) {
+    // Against fetches, the share of pages that paid a TCP (and TLS)
+    // handshake: how well keep-alive works (fetch.max_idle_connections).
+    counter("crawld_connections_opened_total",
+            "Connections opened by this process (a fetch on a kept-alive "
+            "connection opens none).",
+            static_cast<double>(fetcher_->stats().connections));
+  }
   for (const auto& [k, v] : counts_) {
     counter("crawld_events_total",
             "Counted events by class: fetch errors, HTTP status classes, "

@@ -187,6 +187,11 @@ class Metrics(unittest.TestCase):
             self.assertEqual(
                 samples[("crawld_robots_fetches_total", frozenset())],
                 len(robots))
+            # Keep-alive: a host's robots.txt and its next page share one
+            # connection, so fewer connections than fetches were opened.
+            opened = samples[("crawld_connections_opened_total", frozenset())]
+            self.assertGreaterEqual(opened, 1)
+            self.assertLess(opened, len(responses) + len(robots))
             fours = sum(1 for s in status if 400 <= s < 500)
             self.assertGreater(fours, 0, "the farm serves 404s")
             self.assertEqual(
