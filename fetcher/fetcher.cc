@@ -501,7 +501,7 @@ struct Fetcher::Impl {
     r.end_us = WallMicros();
     SetState(f, State::kDone);
     curl_easy_cleanup(f->easy);
-    FreeLists(f);
+    FreeOwned(f);
     active.erase(f);
     Completion c{std::move(f->done), std::move(f->response)};
     delete f;
@@ -549,8 +549,9 @@ struct Fetcher::Impl {
     }
   }
 
-  // After the easy handle is cleaned up (it must let go of the cache).
-  static void FreeLists(Fetch* f) {
+  // What a Fetch owns besides its easy handle; called after the handle is
+  // cleaned up (it must let go of the DNS cache first).
+  static void FreeOwned(Fetch* f) {
     curl_slist_free_all(f->headers);
     curl_slist_free_all(f->connect_to);
     curl_slist_free_all(f->resolve);
@@ -631,8 +632,6 @@ struct Fetcher::Impl {
     if (f->resolve != nullptr) {
       set(CURLOPT_SHARE, f->dns_cache);
       set(CURLOPT_RESOLVE, f->resolve);
-    }
-    if (f->resolve != nullptr) {
       set(CURLOPT_RESOLVER_START_FUNCTION, &Impl::OnResolverStart);
     }
     if (!rq.keep_alive) set(CURLOPT_FORBID_REUSE, 1L);
@@ -785,7 +784,7 @@ void Fetcher::Submit(Request request, std::function<void(Response&&)> done) {
     r.error_message = s.ToString();
     r.end_us = WallMicros();
     if (f->easy != nullptr) curl_easy_cleanup(f->easy);
-    Impl::FreeLists(f);
+    Impl::FreeOwned(f);
     DoneFn cb = std::move(f->done);
     delete f;
     impl->Defer(std::move(cb), std::move(r));

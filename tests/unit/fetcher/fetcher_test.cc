@@ -477,9 +477,9 @@ TEST_F(FetcherTest, Crawld_AddressIsPinnedWithoutDns) {
   EXPECT_EQ(r.ip, "127.0.0.1");
 }
 
-// The pin is keyed by host name and port, as curl looks names up: a host
-// written with a trailing dot and an explicit default-less port still gets
-// our address (curl would otherwise refuse to resolve it at all).
+// Every spelling of a host name gets our address: a trailing dot, upper
+// case, userinfo before it. A missed pin fails the fetch: curl is not
+// allowed to look a name up itself.
 TEST_F(FetcherTest, Crawld_AddressIsPinnedForEveryHostSpelling) {
   server_.Handle("/who", [](Exchange& ex) { ex.Send(Ok("pinned")); });
   for (const std::string host :
