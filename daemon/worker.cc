@@ -1086,9 +1086,12 @@ std::string Worker::Impl::Record(const Job& job,
   if (processed.digest.has_value() && !written->payload_digest.empty()) {
     // Present only when its copy could not be read back: this one serves
     // the next duplicates instead.
-    if (documents_.Put(*processed.digest, copy) ==
-        dedupe::DocumentTable::PutResult::kRefused) {
-      Count("dedupe_table_full");
+    if (!documents_.Replace(*processed.digest, copy)) {
+      if (documents_.size() < documents_.max_entries()) {
+        documents_.Insert(*processed.digest, copy);
+      } else {
+        Count("dedupe_table_full");
+      }
     }
   }
   if (processed.new_simhash.has_value()) {

@@ -362,11 +362,9 @@ class DocumentTable {
   // Adds `key` unless it is present or the table is full; true if added.
   // REQUIRES: copy.length > 0 (0 marks an empty slot).
   bool Insert(const Digest128& key, const DocumentCopy& copy);
-  // Stores `copy` for `key`, replacing a present one (whose copy could not
-  // be read back), in one probe. kRefused: the table is full and `key` is
-  // new. REQUIRES: copy.length > 0.
-  enum class PutResult { kAdded, kReplaced, kRefused };
-  PutResult Put(const Digest128& key, const DocumentCopy& copy);
+  // Points a present `key` at another copy (the first one could not be
+  // read back); true if it was present. REQUIRES: copy.length > 0.
+  bool Replace(const Digest128& key, const DocumentCopy& copy);
 
   size_t size() const { return size_; }
   size_t max_entries() const { return max_entries_; }
@@ -379,9 +377,6 @@ class DocumentTable {
     DocumentCopy copy;
   };
   size_t Home(const Digest128& key) const;
-  // The slot holding `key`, or the empty slot that ends its probe run.
-  // REQUIRES: !slots_.empty().
-  size_t Probe(const Digest128& key) const;
   void Grow();
 
   size_t max_entries_;

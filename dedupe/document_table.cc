@@ -20,48 +20,38 @@ size_t DocumentTable::Home(const Digest128& key) const {
          (slots_.size() - 1);
 }
 
-size_t DocumentTable::Probe(const Digest128& key) const {
-  const size_t mask = slots_.size() - 1;
-  size_t i = Home(key);
-  while (slots_[i].copy.length != 0 && !(slots_[i].key == key)) {
-    i = (i + 1) & mask;
-  }
-  return i;
-}
-
 const DocumentCopy* DocumentTable::Find(const Digest128& key) const {
   if (slots_.empty()) return nullptr;
-  const Slot& s = slots_[Probe(key)];
-  return s.copy.length != 0 ? &s.copy : nullptr;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = Home(key);; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (s.copy.length == 0) return nullptr;
+    if (s.key == key) return &s.copy;
+  }
+}
+
+bool DocumentTable::Replace(const Digest128& key, const DocumentCopy& copy) {
+  if (copy.length == 0) return false;
+  auto* found = const_cast<DocumentCopy*>(Find(key));
+  if (found == nullptr) return false;
+  *found = copy;
+  return true;
 }
 
 bool DocumentTable::Insert(const Digest128& key, const DocumentCopy& copy) {
   if (copy.length == 0 || size_ >= max_entries_) return false;
   // At most 70% full, so that a miss (most lookups) ends soon.
   if ((size_ + 1) * 10 > slots_.size() * 7) Grow();
-  Slot& s = slots_[Probe(key)];
-  if (s.copy.length != 0) return false;  // the first copy stays
-  s = {key, copy};
-  ++size_;
-  return true;
-}
-
-DocumentTable::PutResult DocumentTable::Put(const Digest128& key,
-                                            const DocumentCopy& copy) {
-  if (copy.length == 0) return PutResult::kRefused;
-  // As in Insert; growing before the probe keeps it to one, even when
-  // the key turns out to be present.
-  if (size_ < max_entries_ && (size_ + 1) * 10 > slots_.size() * 7) Grow();
-  if (slots_.empty()) return PutResult::kRefused;
-  Slot& s = slots_[Probe(key)];
-  if (s.copy.length != 0) {
-    s.copy = copy;
-    return PutResult::kReplaced;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = Home(key);; i = (i + 1) & mask) {
+    Slot& s = slots_[i];
+    if (s.copy.length == 0) {
+      s = {key, copy};
+      ++size_;
+      return true;
+    }
+    if (s.key == key) return false;
   }
-  if (size_ >= max_entries_) return PutResult::kRefused;
-  s = {key, copy};
-  ++size_;
-  return PutResult::kAdded;
 }
 
 void DocumentTable::Grow() {
