@@ -12,6 +12,9 @@ PACKAGES=(
   libcurl4-openssl-dev libc-ares-dev libgumbo-dev libleveldb-dev libssl-dev
   libxxhash-dev libuv1-dev libre2-dev libtomlplusplus-dev libpsl-dev
   libidn2-dev libdeflate-dev zlib1g-dev libhiredis-dev libhttp-parser-dev
+  libbrotli-dev libzstd-dev
+  # plumbing libraries in place of hand-written code: JSON, UTF-8, formatting
+  nlohmann-json3-dev libutfcpp-dev libfmt-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev dnsmasq-base redis-server wrk
   openssl procps
