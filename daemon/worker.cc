@@ -25,7 +25,7 @@
 #include "conf/rules.h"
 #include "daemon/admin.h"
 #include "daemon/event_log.h"
-#include "daemon/ip_gate.h"
+#include "frontier/ip_gate.h"
 #include "daemon/metrics.h"
 #include "daemon/processors.h"
 #include "daemon/traps.h"
@@ -280,7 +280,7 @@ class Worker::Impl {
   std::unique_ptr<conf::RuleSet> rules_;
   std::unique_ptr<conf::Overrides> overrides_;
   uint64_t override_generation_ = 1;
-  IpGate ip_gate_;
+  frontier::IpGate ip_gate_;
   TrapGuard traps_;
   ProcessorRegistry processors_;
   parser::Page page_;  // reused per parsed body
@@ -390,8 +390,8 @@ cluster::Options RingOptions(const conf::Config& c) {
   return o;
 }
 
-IpGate::Options IpGateOptions(const conf::Config& c) {
-  IpGate::Options o;
+frontier::IpGate::Options IpGateOptions(const conf::Config& c) {
+  frontier::IpGate::Options o;
   o.enabled = c.politeness.per_ip;
   o.min_delay_us = c.politeness.ip_min_delay_ms * 1000;
   o.delay_factor = c.politeness.delay_factor;

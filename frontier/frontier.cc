@@ -17,6 +17,8 @@
 #include <set>
 #include <utility>
 
+#include "frontier/ip_gate.h"
+
 namespace crawld::frontier {
 namespace {
 
@@ -887,16 +889,8 @@ void Frontier::Complete(std::string_view host_key, int64_t now_us,
   int64_t delay = gap;
   if (completion.outcome == Outcome::kSuccess) {
     host.consecutive_errors = 0;
-    const double scaled =
-        options_.delay_factor *
-        static_cast<double>(std::max<int64_t>(completion.response_time_us, 0));
-    // Compare in double: factor x a huge response time must not overflow.
-    if (scaled > static_cast<double>(delay)) {
-      delay = scaled >= static_cast<double>(options_.max_delay_us)
-                  ? options_.max_delay_us
-                  : static_cast<int64_t>(scaled);
-    }
-    delay = std::min(delay, options_.max_delay_us);
+    delay = SuccessDelayUs(gap, options_.delay_factor,
+                           completion.response_time_us, options_.max_delay_us);
   } else {
     ++host.consecutive_errors;
     if (completion.outcome == Outcome::kRetryLater &&

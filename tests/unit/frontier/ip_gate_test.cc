@@ -1,6 +1,6 @@
 // IpGate: at most one request in flight per address, FIFO waiters, and the
 // delay rule per address.
-#include "daemon/ip_gate.h"
+#include "frontier/ip_gate.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace crawld::daemon {
+namespace crawld::frontier {
 namespace {
 
 IpGate::Options Opts(int64_t min_delay_us, double factor = 0) {
@@ -95,4 +95,4 @@ TEST(IpGate, StartMayLeaveSynchronously) {
 }
 
 }  // namespace
-}  // namespace crawld::daemon
+}  // namespace crawld::frontier

@@ -1,12 +1,13 @@
-// daemon/ip_gate.h (private to daemon/): politeness per IP address.
+// frontier/ip_gate.h: politeness per IP address, beside the per-host
+// schedule of frontier.h, and the one delay formula both use.
 //
 // The frontier spaces requests per host; many hosts can live on one address
 // (shared hosting), so the worker also holds each resolved request at this
 // gate: at most one request in flight per address, and the next one not
-// before max(min_delay, delay_factor x last response time), capped by
-// max_delay. Work that cannot start waits in FIFO order per address.
-#ifndef CRAWLD_DAEMON_IP_GATE_H_
-#define CRAWLD_DAEMON_IP_GATE_H_
+// before SuccessDelayUs(min_delay, delay_factor, last response time,
+// max_delay). Work that cannot start waits in FIFO order per address.
+#ifndef CRAWLD_FRONTIER_IP_GATE_H_
+#define CRAWLD_FRONTIER_IP_GATE_H_
 
 #include <cstdint>
 #include <deque>
@@ -16,8 +17,19 @@
 #include <unordered_map>
 #include <vector>
 
-namespace crawld::daemon {
+namespace crawld::frontier {
 
+// The gap after a successful request (microseconds), the rule of
+// ARCHITECTURE.md "Politeness": max(gap, delay_factor x response time),
+// capped by max_delay. `gap` is the floor the caller computed (min_delay,
+// Crawl-delay or an override); the cap applies to it too. Computed in double
+// so that a factor times a huge response time cannot overflow. Used by
+// Frontier::Complete (per host) and IpGate::Leave (per address): one
+// formula, two keys.
+[[nodiscard]] int64_t SuccessDelayUs(int64_t gap_us, double delay_factor,
+                                     int64_t response_us, int64_t max_delay_us);
+
+// Owned by one worker loop; not thread-safe.
 class IpGate {
  public:
   struct Options {
@@ -69,6 +81,6 @@ class IpGate {
   uint64_t waits_ = 0;
 };
 
-}  // namespace crawld::daemon
+}  // namespace crawld::frontier
 
-#endif  // CRAWLD_DAEMON_IP_GATE_H_
+#endif  // CRAWLD_FRONTIER_IP_GATE_H_

@@ -1,9 +1,22 @@
-#include "daemon/ip_gate.h"
+#include "frontier/ip_gate.h"
 
 #include <algorithm>
 #include <climits>
 
-namespace crawld::daemon {
+namespace crawld::frontier {
+
+int64_t SuccessDelayUs(int64_t gap_us, double delay_factor, int64_t response_us,
+                       int64_t max_delay_us) {
+  int64_t delay = gap_us;
+  const double scaled =
+      delay_factor * static_cast<double>(std::max<int64_t>(response_us, 0));
+  if (scaled > static_cast<double>(delay)) {
+    delay = scaled >= static_cast<double>(max_delay_us)
+                ? max_delay_us
+                : static_cast<int64_t>(scaled);
+  }
+  return std::min(delay, max_delay_us);
+}
 
 void IpGate::Start(Address& a, std::function<void()> start) {
   a.busy = true;
@@ -35,14 +48,9 @@ void IpGate::Leave(const std::string& ip, int64_t now_us, int64_t response_us) {
   Address& a = it->second;
   a.busy = false;
   --in_flight_;
-  const double scaled = options_.delay_factor *
-                        static_cast<double>(std::max<int64_t>(0, response_us));
-  int64_t gap = std::max<int64_t>(options_.min_delay_us,
-                                  scaled >= static_cast<double>(INT64_MAX / 2)
-                                      ? INT64_MAX / 2
-                                      : static_cast<int64_t>(scaled));
-  gap = std::min(gap, options_.max_delay_us);
-  a.next_us = now_us + gap;
+  a.next_us =
+      now_us + SuccessDelayUs(options_.min_delay_us, options_.delay_factor,
+                              response_us, options_.max_delay_us);
   if (!a.waiters.empty()) {
     due_.emplace(a.next_us, ip);
   } else if (a.next_us <= now_us) {
@@ -73,4 +81,4 @@ int64_t IpGate::RunReady(int64_t now_us) {
   return INT64_MAX;
 }
 
-}  // namespace crawld::daemon
+}  // namespace crawld::frontier
