@@ -24,7 +24,7 @@
 #include "conf/conf.h"
 #include "conf/overrides.h"
 #include "conf/rules.h"
-#include "daemon/seeds.h"
+#include "conf/seeds.h"
 #include "daemon/supervisor.h"
 #include "daemon/worker.h"
 
@@ -185,10 +185,10 @@ int main(int argc, char** argv) {
   crawld::daemon::WorkerOptions wo;
   std::string seed_text;
   for (const std::string& s : extra_seeds) seed_text += s + "\n";
-  crawld::daemon::SeedList seeds =
-      crawld::daemon::ParseSeeds(seed_text, "--seed");
+  crawld::conf::SeedList seeds =
+      crawld::conf::ParseSeeds(seed_text, "--seed");
   if (!seeds_path.empty()) {
-    auto file_seeds = crawld::daemon::LoadSeeds(seeds_path);
+    auto file_seeds = crawld::conf::LoadSeeds(seeds_path);
     if (!file_seeds.ok()) {
       fprintf(stderr, "crawld: %s\n", file_seeds.status().message().c_str());
       return 2;

@@ -1,12 +1,12 @@
 // TrapGuard: each heuristic catches its trap shape and lets ordinary URLs
 // through.
-#include "daemon/traps.h"
+#include "conf/traps.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace crawld::daemon {
+namespace crawld::conf {
 namespace {
 
 url::Url U(std::string_view s) { return url::Parse(s).value(); }
@@ -90,4 +90,4 @@ TEST(Traps, QueryVariantsPerPath) {
 }
 
 }  // namespace
-}  // namespace crawld::daemon
+}  // namespace crawld::conf

@@ -1,8 +1,8 @@
-#include "daemon/seeds.h"
+#include "conf/seeds.h"
 
 #include <gtest/gtest.h>
 
-namespace crawld::daemon {
+namespace crawld::conf {
 namespace {
 
 TEST(CrawldSeeds, JunkLinesAreReportedWithLineNumbersAndSkipped) {
@@ -35,6 +35,15 @@ TEST(CrawldSeeds, CrlfLineEndsAndNoFinalNewline) {
   EXPECT_EQ(s.urls[1], "http://b.test/");
 }
 
+// Issue 19: a UTF-8 BOM at the start of a seeds file lost the first seed.
+TEST(CrawldSeeds, Issue19_ByteOrderMarkIsNotPartOfTheFirstSeed) {
+  SeedList s =
+      ParseSeeds("\xEF\xBB\xBFhttp://a.test/\r\nhttp://b.test/\n", "x");
+  EXPECT_EQ(s.errors, std::vector<std::string>{});
+  EXPECT_EQ(s.urls,
+            (std::vector<std::string>{"http://a.test/", "http://b.test/"}));
+}
+
 TEST(CrawldSeeds, MissingFileIsAnIOError) {
   auto r = LoadSeeds("/nonexistent/seeds.txt");
   ASSERT_FALSE(r.ok());
@@ -42,4 +51,4 @@ TEST(CrawldSeeds, MissingFileIsAnIOError) {
 }
 
 }  // namespace
-}  // namespace crawld::daemon
+}  // namespace crawld::conf

@@ -1,9 +1,10 @@
-// daemon/seeds.h: reading a seed file. One URL per line; blank lines and
-// lines starting with '#' are skipped; surrounding whitespace is trimmed.
+// conf/seeds.h: reading a seed file. One URL per line; blank lines and
+// lines starting with '#' are skipped; surrounding whitespace is trimmed; a
+// UTF-8 byte order mark at the start of the file is ignored.
 // A line that is not an absolute http(s) URL is reported with its line
 // number and skipped: junk in a seed list never stops a crawl.
-#ifndef CRAWLD_DAEMON_SEEDS_H_
-#define CRAWLD_DAEMON_SEEDS_H_
+#ifndef CRAWLD_CONF_SEEDS_H_
+#define CRAWLD_CONF_SEEDS_H_
 
 #include <string>
 #include <string_view>
@@ -11,7 +12,7 @@
 
 #include "base/status.h"
 
-namespace crawld::daemon {
+namespace crawld::conf {
 
 struct SeedList {
   std::vector<std::string> urls;    // canonical, in file order, no duplicates
@@ -24,6 +25,6 @@ SeedList ParseSeeds(std::string_view text, std::string_view source);
 // Reads and parses a seed file. Fails with IOError when it cannot be read.
 [[nodiscard]] Result<SeedList> LoadSeeds(const std::string& path);
 
-}  // namespace crawld::daemon
+}  // namespace crawld::conf
 
-#endif  // CRAWLD_DAEMON_SEEDS_H_
+#endif  // CRAWLD_CONF_SEEDS_H_

@@ -1,4 +1,4 @@
-// daemon/traps.h (private to daemon/): heuristics against endless URL
+// conf/traps.h: the trap rules of [traps], heuristics against endless URL
 // spaces, besides the frontier's credit scheduling. Each verdict names the
 // heuristic so the worker can count it ("trap_<name>") and log the URL.
 //
@@ -7,8 +7,8 @@
 // to the next month forever), too many query parameters. Budget checks
 // count what was admitted: URLs per host, distinct queries per host and
 // path (faceted search, sort/filter combinations).
-#ifndef CRAWLD_DAEMON_TRAPS_H_
-#define CRAWLD_DAEMON_TRAPS_H_
+#ifndef CRAWLD_CONF_TRAPS_H_
+#define CRAWLD_CONF_TRAPS_H_
 
 #include <cstdint>
 #include <string>
@@ -17,7 +17,7 @@
 
 #include "url/url.h"
 
-namespace crawld::daemon {
+namespace crawld::conf {
 
 class TrapGuard {
  public:
@@ -52,6 +52,6 @@ class TrapGuard {
   std::unordered_map<uint64_t, uint32_t> per_path_;  // xxh3(host+path)
 };
 
-}  // namespace crawld::daemon
+}  // namespace crawld::conf
 
-#endif  // CRAWLD_DAEMON_TRAPS_H_
+#endif  // CRAWLD_CONF_TRAPS_H_

@@ -1,4 +1,4 @@
-#include "daemon/seeds.h"
+#include "conf/seeds.h"
 
 #include <cerrno>
 #include <cstring>
@@ -6,12 +6,16 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "base/ascii.h"
 #include "url/url.h"
 
-namespace crawld::daemon {
+namespace crawld::conf {
 
 SeedList ParseSeeds(std::string_view text, std::string_view source) {
   SeedList out;
+  // A UTF-8 byte order mark (editors on Windows write one) is not part of
+  // the first URL (issue 19: it cost the first seed).
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   url::Canonicalizer canon{url::Options()};
   std::unordered_set<std::string> seen;
   int line_no = 0;
@@ -21,14 +25,8 @@ SeedList ParseSeeds(std::string_view text, std::string_view source) {
     std::string_view line = text.substr(0, nl);
     text =
         nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    while (!line.empty() &&
-           std::isspace(static_cast<unsigned char>(line.front()))) {
-      line.remove_prefix(1);
-    }
-    while (!line.empty() &&
-           std::isspace(static_cast<unsigned char>(line.back()))) {
-      line.remove_suffix(1);
-    }
+    line = ascii::TrimWhatwgSpace(line);
+    while (!line.empty() && line.back() == '\v') line.remove_suffix(1);
     if (line.empty() || line.front() == '#') continue;
     std::string where =
         std::string(source) + ":" + std::to_string(line_no) + ": ";
@@ -57,4 +55,4 @@ Result<SeedList> LoadSeeds(const std::string& path) {
   return ParseSeeds(ss.str(), path);
 }
 
-}  // namespace crawld::daemon
+}  // namespace crawld::conf

@@ -1,10 +1,10 @@
-#include "daemon/traps.h"
+#include "conf/traps.h"
 
 #include <xxhash.h>
 
 #include <vector>
 
-namespace crawld::daemon {
+namespace crawld::conf {
 
 namespace {
 
@@ -146,4 +146,4 @@ std::string_view TrapGuard::Admit(std::string_view host_key,
   return "";
 }
 
-}  // namespace crawld::daemon
+}  // namespace crawld::conf
