@@ -1,5 +1,7 @@
 #include "checkpoint/crawl_state.h"
 
+#include <xxhash.h>
+
 #include <bit>
 #include <cstring>
 
@@ -235,17 +237,11 @@ void EncodeCrawlState(const CrawlState& s, Store::Batch* batch) {
   }
 }
 
-Result<CrawlState> LoadCrawlState(const Store& store, const LoadCallbacks& on) {
-  CrawlState s;
-  auto get = [&store](std::string_view key) -> Result<std::string> {
-    Result<std::optional<std::string>> v = store.Get(key);
-    if (!v.ok()) return v.status();
-    return v->value_or(std::string());
-  };
-
-  Result<std::string> meta = get(kMetaKey);
-  if (!meta.ok()) return meta.status();
-  if (meta->empty()) {
+Result<CrawlMeta> LoadCrawlMeta(const Store& store) {
+  CrawlMeta meta;
+  Result<std::optional<std::string>> value = store.Get(kMetaKey);
+  if (!value.ok()) return value.status();
+  if (!value->has_value()) {
     // No checkpoint of this layout. Keys of the first layout ("meta/...")
     // would be misread as nothing: refuse rather than start over silently.
     bool old = false;
@@ -262,25 +258,36 @@ Result<CrawlState> LoadCrawlState(const Store& store, const LoadCallbacks& on) {
           std::to_string(kCrawlStateVersion) +
           " (docs/CHECKPOINT.md): start the crawl in a new data directory");
     }
-    return s;
+    return meta;
   }
-  {
-    Reader r(*meta);
-    const uint64_t version = r.Varint();
-    if (r.ok() && version != kCrawlStateVersion) {
-      return Status::FailedPrecondition(
-          "checkpoint: layout " + std::to_string(version) +
-          ", this crawld reads layout " + std::to_string(kCrawlStateVersion) +
-          " (docs/CHECKPOINT.md)");
-    }
-    s.meta.pages = r.Varint();
-    s.meta.bytes = r.Varint();
-    s.meta.robots_fetches = r.Varint();
-    s.meta.warc_file = r.Bytes();
-    s.meta.warc_size = r.Varint();
-    s.meta.workers = static_cast<int>(r.Varint());
-    if (!r.done() || s.meta.workers < 1) return Corrupt(kMetaKey);
+  Reader r(**value);
+  const uint64_t version = r.Varint();
+  if (r.ok() && version != kCrawlStateVersion) {
+    return Status::FailedPrecondition(
+        "checkpoint: layout " + std::to_string(version) +
+        ", this crawld reads layout " + std::to_string(kCrawlStateVersion) +
+        " (docs/CHECKPOINT.md)");
   }
+  meta.pages = r.Varint();
+  meta.bytes = r.Varint();
+  meta.robots_fetches = r.Varint();
+  meta.warc_file = r.Bytes();
+  meta.warc_size = r.Varint();
+  meta.workers = static_cast<int>(r.Varint());
+  if (!r.done() || meta.workers < 1) return Corrupt(kMetaKey);
+  return meta;
+}
+
+Result<CrawlState> LoadCrawlState(const Store& store, const LoadCallbacks& on) {
+  CrawlState s;
+  auto get = [&store](std::string_view key) -> Result<std::string> {
+    Result<std::optional<std::string>> v = store.Get(key);
+    if (!v.ok()) return v.status();
+    return v->value_or(std::string());
+  };
+  Result<CrawlMeta> meta = LoadCrawlMeta(store);
+  if (!meta.ok()) return meta.status();
+  s.meta = std::move(meta).value();
 
   struct ListKey {
     std::string_view key;
@@ -304,6 +311,7 @@ Result<CrawlState> LoadCrawlState(const Store& store, const LoadCallbacks& on) {
   for (const ListKey& list : lists) {
     Result<std::string> value = get(list.key);
     if (!value.ok()) return value.status();
+    if (value->empty()) continue;  // no checkpoint yet
     Reader r(*value);
     const size_t n = r.Count(list.min_bytes);
     for (size_t i = 0; i < n && r.ok(); ++i) list.item(r);
@@ -343,6 +351,44 @@ Result<CrawlState> LoadCrawlState(const Store& store, const LoadCallbacks& on) {
   if (!scan.ok()) return scan;
   if (!bad.ok()) return bad;
   return s;
+}
+
+std::string EncodeInboxFrame(const std::vector<RoutedUrl>& batch) {
+  const std::string payload = EncodeList(batch, PutRoutedUrl);
+  std::string frame;
+  frame.reserve(8 + payload.size());
+  const uint32_t len = static_cast<uint32_t>(payload.size());
+  const uint32_t sum = XXH32(payload.data(), payload.size(), 0);
+  for (int i = 0; i < 4; ++i)
+    frame.push_back(static_cast<char>(len >> (8 * i)));
+  for (int i = 0; i < 4; ++i)
+    frame.push_back(static_cast<char>(sum >> (8 * i)));
+  frame += payload;
+  return frame;
+}
+
+size_t DecodeInboxLog(std::string_view log,
+                      const std::function<void(RoutedUrl&&)>& out) {
+  size_t frames = 0;
+  while (log.size() >= 8) {
+    uint32_t len = 0, sum = 0;
+    for (int i = 0; i < 4; ++i) {
+      len |= static_cast<uint32_t>(static_cast<uint8_t>(log[i])) << (8 * i);
+      sum |= static_cast<uint32_t>(static_cast<uint8_t>(log[4 + i])) << (8 * i);
+    }
+    if (log.size() - 8 < len) break;
+    const std::string_view payload = log.substr(8, len);
+    if (XXH32(payload.data(), payload.size(), 0) != sum) break;
+    Reader r(payload);
+    std::vector<RoutedUrl> batch;
+    const size_t n = r.Count(13);
+    for (size_t i = 0; i < n && r.ok(); ++i) batch.push_back(GetRoutedUrl(r));
+    if (!r.done()) break;
+    for (RoutedUrl& m : batch) out(std::move(m));
+    ++frames;
+    log.remove_prefix(8 + len);
+  }
+  return frames;
 }
 
 }  // namespace crawld::checkpoint

@@ -115,6 +115,23 @@ struct LoadCallbacks {
 [[nodiscard]] Result<CrawlState> LoadCrawlState(const Store& store,
                                                 const LoadCallbacks& on);
 
+// Only the scalar part (the worker count, before anything else is set up).
+// A store with no checkpoint yet gives an empty CrawlMeta. Errors as for
+// LoadCrawlState.
+[[nodiscard]] Result<CrawlMeta> LoadCrawlMeta(const Store& store);
+
+// The inbox log (docs/CHECKPOINT.md, "Inbox log"): the URLs other workers
+// sent since the last checkpoint, appended as one frame per received batch
+// before the batch is acknowledged. A frame is a fixed32 payload length, a
+// fixed32 XXH32 of the payload, and the payload (a RoutedUrl list).
+[[nodiscard]] std::string EncodeInboxFrame(const std::vector<RoutedUrl>& batch);
+// Hands every URL of every intact frame of `log` to `out`, in order, and
+// returns the number of frames. Reading stops at the first torn or damaged
+// frame: an append cut by a kill was never acknowledged, so its sender
+// still has it.
+size_t DecodeInboxLog(std::string_view log,
+                      const std::function<void(RoutedUrl&&)>& out);
+
 }  // namespace crawld::checkpoint
 
 #endif  // CRAWLD_CHECKPOINT_CRAWL_STATE_H_

@@ -86,6 +86,12 @@ struct UrlMessage {
   std::string url;     // canonical absolute URL (url/ output)
   uint16_t depth = 0;  // link depth from the seed (hops)
   double credit = 0;   // AOPIC cash carried to the owner
+  // The host of the seed the URL descends from (the filter's scope rules);
+  // empty: the URL's own host.
+  std::string seed_host;
+  // Not a URL to crawl: a URL its previous owner already fetched (a host
+  // moved to this worker); the owner only remembers it as seen.
+  bool seen_mark = false;
 };
 
 // Called by the inbox owner once a batch is durable (in the frontier). May be

@@ -591,6 +591,10 @@ constexpr Key kKeys[] = {
            "ring gives it (docs/CLUSTER.md); 0 = one per CPU core. With "
            "more than one, crawld supervises them and serves the admin "
            "API itself."),
+    IntKey(CRAWLD_CONF_FIELD(workers, parse_threads), 1, 64,
+           "Threads per worker that parse pages beside its event loop: a "
+           "page is never parsed on the loop, so transfers, timers and the "
+           "admin API go on while it is parsed."),
     // [cluster]
     StringKey(CRAWLD_CONF_FIELD(cluster, redis), CheckRedisUrl,
               "empty, or redis://HOST:PORT",

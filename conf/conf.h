@@ -215,6 +215,7 @@ struct AdminConfig {
 // [workers]
 struct WorkersConfig {
   int count = 0;  // worker processes; 0 = number of cores
+  int parse_threads = 2;  // page parsers per worker, off its loop
 
   bool operator==(const WorkersConfig&) const = default;
 };

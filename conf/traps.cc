@@ -129,21 +129,71 @@ std::string_view TrapGuard::CheckShape(const url::Url& u) const {
 
 std::string_view TrapGuard::Admit(std::string_view host_key,
                                   const url::Url& u) {
-  uint64_t* host_count = nullptr;
+  HostCount* host = nullptr;
   if (options_.host_budget > 0) {
-    host_count = &per_host_[std::string(host_key)];
-    if (*host_count >= options_.host_budget) return "host_budget";
+    host = &per_host_[std::string(host_key)];
+    if (host->admitted >= options_.host_budget) return "host_budget";
   }
   if (options_.max_query_variants > 0 && u.has_query()) {
     std::string key(host_key);
     key += '\n';
     key += u.path();
-    uint32_t& variants = per_path_[XXH3_64bits(key.data(), key.size())];
-    if (variants >= options_.max_query_variants) return "query_variants";
-    ++variants;
+    const uint64_t hash = XXH3_64bits(key.data(), key.size());
+    PathCount& path = per_path_[hash];
+    if (path.variants >= options_.max_query_variants) return "query_variants";
+    ++path.variants;
+    if (!path.dirty) {
+      path.dirty = true;
+      dirty_paths_.push_back(hash);
+    }
   }
-  if (host_count != nullptr) ++*host_count;
+  if (host != nullptr) {
+    ++host->admitted;
+    if (!host->dirty) {
+      host->dirty = true;
+      dirty_hosts_.emplace_back(host_key);
+    }
+  }
   return "";
+}
+
+uint64_t TrapGuard::Admitted(std::string_view host_key) const {
+  auto it = per_host_.find(std::string(host_key));
+  return it == per_host_.end() ? 0 : it->second.admitted;
+}
+
+void TrapGuard::ForEachDirty(
+    const std::function<void(const std::string&, uint64_t)>& host,
+    const std::function<void(uint64_t, uint32_t)>& path) const {
+  for (const std::string& key : dirty_hosts_) {
+    auto it = per_host_.find(key);
+    if (it != per_host_.end()) host(key, it->second.admitted);
+  }
+  for (uint64_t key : dirty_paths_) {
+    auto it = per_path_.find(key);
+    if (it != per_path_.end()) path(key, it->second.variants);
+  }
+}
+
+void TrapGuard::ClearDirty() {
+  for (const std::string& key : dirty_hosts_) {
+    auto it = per_host_.find(key);
+    if (it != per_host_.end()) it->second.dirty = false;
+  }
+  for (uint64_t key : dirty_paths_) {
+    auto it = per_path_.find(key);
+    if (it != per_path_.end()) it->second.dirty = false;
+  }
+  dirty_hosts_.clear();
+  dirty_paths_.clear();
+}
+
+void TrapGuard::RestoreHost(std::string_view host_key, uint64_t admitted) {
+  if (admitted > 0) per_host_[std::string(host_key)].admitted = admitted;
+}
+
+void TrapGuard::RestoreVariants(uint64_t key, uint32_t variants) {
+  if (variants > 0) per_path_[key].variants = variants;
 }
 
 }  // namespace crawld::conf

@@ -11,9 +11,11 @@
 #define CRAWLD_CONF_TRAPS_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "url/url.h"
 
@@ -46,10 +48,34 @@ class TrapGuard {
   // The year a date-like URL names, or 0. Exposed for tests.
   static int DateYear(const url::Url& u);
 
+  // --- the counters are crawl state: checkpointed, restored ---
+  // URLs admitted for `host_key` so far (count).
+  [[nodiscard]] uint64_t Admitted(std::string_view host_key) const;
+  // The counters changed since the last ClearDirty(): hosts with their
+  // admitted count, and xxh3(host key + '\n' + path) with its variants.
+  void ForEachDirty(
+      const std::function<void(const std::string& host_key, uint64_t)>& host,
+      const std::function<void(uint64_t key, uint32_t variants)>& path) const;
+  void ClearDirty();
+  // Sets a counter from a checkpoint (not dirty).
+  void RestoreHost(std::string_view host_key, uint64_t admitted);
+  void RestoreVariants(uint64_t key, uint32_t variants);
+
  private:
+  struct HostCount {
+    uint64_t admitted = 0;
+    bool dirty = false;
+  };
+  struct PathCount {
+    uint32_t variants = 0;
+    bool dirty = false;
+  };
   Options options_;
-  std::unordered_map<std::string, uint64_t> per_host_;
-  std::unordered_map<uint64_t, uint32_t> per_path_;  // xxh3(host+path)
+  std::unordered_map<std::string, HostCount> per_host_;
+  std::unordered_map<uint64_t, PathCount> per_path_;  // xxh3(host+path)
+  // Keys whose counter changed since ClearDirty(), each once.
+  std::vector<std::string> dirty_hosts_;
+  std::vector<uint64_t> dirty_paths_;
 };
 
 }  // namespace crawld::conf

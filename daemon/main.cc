@@ -185,8 +185,7 @@ int main(int argc, char** argv) {
   crawld::daemon::WorkerOptions wo;
   std::string seed_text;
   for (const std::string& s : extra_seeds) seed_text += s + "\n";
-  crawld::conf::SeedList seeds =
-      crawld::conf::ParseSeeds(seed_text, "--seed");
+  crawld::conf::SeedList seeds = crawld::conf::ParseSeeds(seed_text, "--seed");
   if (!seeds_path.empty()) {
     auto file_seeds = crawld::conf::LoadSeeds(seeds_path);
     if (!file_seeds.ok()) {

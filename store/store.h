@@ -366,6 +366,36 @@ struct VerifyReport {
 [[nodiscard]] std::string OutlinksMetadataBlock(
     const std::vector<std::string>& links);
 
+// What a worker writes about a page in its `metadata` record: the
+// page-level robots flags indexers must honour, the near-duplicate it
+// resembles, its canonical URL, and its outlinks (with rel=nofollow).
+struct PageMetadata {
+  bool noindex = false;
+  bool nofollow = false;
+  std::string near_duplicate_of;
+  std::string canonical;
+  struct Outlink {
+    std::string url;
+    bool nofollow = false;
+  };
+  std::vector<Outlink> outlinks;
+};
+
+// The application/warc-fields block of a page's metadata record:
+//   robots: noindex          (when set)
+//   robots: nofollow         (when set)
+//   near-duplicate-of: <url> (when set)
+//   canonical: <url>         (when set)
+//   outlink: <url>[ nofollow] (one per outlink, in document order)
+// each line ending in CRLF. A value holding CR, LF or NUL is left out: it
+// would forge a field. An outlink URL holds no space (URLs are serialized
+// percent-encoded), so " nofollow" is unambiguous.
+[[nodiscard]] std::string PageMetadataBlock(const PageMetadata& page);
+
+// The reverse of PageMetadataBlock(), for recovery: unknown fields and
+// malformed lines are skipped.
+[[nodiscard]] PageMetadata ParsePageMetadataBlock(std::string_view block);
+
 // Cuts a line-oriented file (CDXJ, feed segment) after its last '\n',
 // dropping a line half-written by a crash. Returns the new size. IOError
 // when the file cannot be read or truncated.

@@ -651,6 +651,61 @@ std::string OutlinksMetadataBlock(const std::vector<std::string>& links) {
   return block;
 }
 
+std::string PageMetadataBlock(const PageMetadata& page) {
+  std::string block;
+  block.reserve(64 + page.outlinks.size() * 80);
+  if (page.noindex) AddField(&block, "robots", "noindex");
+  if (page.nofollow) AddField(&block, "robots", "nofollow");
+  if (!page.near_duplicate_of.empty() && SafeValue(page.near_duplicate_of)) {
+    AddField(&block, "near-duplicate-of", page.near_duplicate_of);
+  }
+  if (!page.canonical.empty() && SafeValue(page.canonical)) {
+    AddField(&block, "canonical", page.canonical);
+  }
+  for (const PageMetadata::Outlink& link : page.outlinks) {
+    if (link.url.empty() || !SafeValue(link.url) ||
+        link.url.find(' ') != std::string::npos) {
+      continue;
+    }
+    if (link.nofollow) {
+      AddField(&block, "outlink", link.url + " nofollow");
+    } else {
+      AddField(&block, "outlink", link.url);
+    }
+  }
+  return block;
+}
+
+PageMetadata ParsePageMetadataBlock(std::string_view block) {
+  PageMetadata page;
+  while (!block.empty()) {
+    size_t end = block.find("\r\n");
+    std::string_view line = block.substr(0, end);
+    block = end == std::string_view::npos ? std::string_view()
+                                          : block.substr(end + 2);
+    const size_t colon = line.find(": ");
+    if (colon == std::string_view::npos) continue;
+    const std::string_view name = line.substr(0, colon);
+    const std::string_view value = line.substr(colon + 2);
+    if (name == "robots") {
+      if (value == "noindex") page.noindex = true;
+      if (value == "nofollow") page.nofollow = true;
+    } else if (name == "near-duplicate-of") {
+      page.near_duplicate_of = std::string(value);
+    } else if (name == "canonical") {
+      page.canonical = std::string(value);
+    } else if (name == "outlink" && !value.empty()) {
+      const size_t sp = value.find(' ');
+      PageMetadata::Outlink link;
+      link.url = std::string(value.substr(0, sp));
+      link.nofollow = sp != std::string_view::npos &&
+                      value.substr(sp + 1) == "nofollow";
+      page.outlinks.push_back(std::move(link));
+    }
+  }
+  return page;
+}
+
 WarcWriter::WarcWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 WarcWriter::~WarcWriter() = default;
 

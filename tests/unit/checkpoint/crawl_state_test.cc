@@ -223,3 +223,55 @@ TEST(CrawlState, TheFirstLayoutIsRefusedNotMisread) {
 
 }  // namespace
 }  // namespace crawld::checkpoint
+
+namespace crawld::checkpoint {
+namespace {
+
+RoutedUrl Msg(int i) {
+  RoutedUrl m;
+  m.to_worker = 1;
+  m.url = "http://h" + std::to_string(i) + ".test/p";
+  m.seed_host = "s.test";
+  m.depth = static_cast<uint16_t>(i);
+  m.credit = i * 0.5;
+  m.seen_mark = i % 2 == 1;
+  return m;
+}
+
+TEST(InboxLog, FramesReadBackInOrder) {
+  std::string log = EncodeInboxFrame({Msg(0), Msg(1)}) + EncodeInboxFrame({}) +
+                    EncodeInboxFrame({Msg(2)});
+  std::vector<RoutedUrl> got;
+  EXPECT_EQ(DecodeInboxLog(log, [&](RoutedUrl&& m) { got.push_back(m); }), 3u);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].url, "http://h0.test/p");
+  EXPECT_TRUE(got[1].seen_mark);
+  EXPECT_EQ(got[2].depth, 2);
+  EXPECT_EQ(got[2].credit, 1.0);
+  EXPECT_EQ(got[2].seed_host, "s.test");
+}
+
+TEST(InboxLog, ATornTailIsIgnoredEveryWhereItIsCut) {
+  const std::string first = EncodeInboxFrame({Msg(0)});
+  const std::string second = EncodeInboxFrame({Msg(1), Msg(2)});
+  const std::string log = first + second;
+  for (size_t cut = first.size(); cut < log.size(); ++cut) {
+    size_t urls = 0;
+    EXPECT_EQ(DecodeInboxLog(std::string_view(log).substr(0, cut),
+                             [&](RoutedUrl&&) { ++urls; }),
+              1u)
+        << cut;
+    EXPECT_EQ(urls, 1u) << cut;
+  }
+}
+
+TEST(InboxLog, ADamagedFrameStopsTheRead) {
+  std::string log = EncodeInboxFrame({Msg(0)}) + EncodeInboxFrame({Msg(1)});
+  log[log.size() - 3] ^= 0x40;
+  size_t urls = 0;
+  EXPECT_EQ(DecodeInboxLog(log, [&](RoutedUrl&&) { ++urls; }), 1u);
+  EXPECT_EQ(urls, 1u);
+}
+
+}  // namespace
+}  // namespace crawld::checkpoint

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 namespace crawld::conf {
@@ -87,6 +88,44 @@ TEST(Traps, QueryVariantsPerPath) {
   EXPECT_EQ(both.Admit("http://h", U("http://h/s?q=3")), "query_variants");
   EXPECT_EQ(both.Admit("http://h", U("http://h/other")), "");
   EXPECT_EQ(both.Admit("http://h", U("http://h/other2")), "host_budget");
+}
+
+}  // namespace
+}  // namespace crawld::conf
+
+namespace crawld::conf {
+namespace {
+
+url::Url P(std::string_view s) { return url::Parse(s).value(); }
+
+// Issue 14: budgets "over the crawl" survive a restart: what Admit counted
+// is reported once as changed, and a restored guard goes on from there.
+TEST(Traps, Issue14_BudgetsRoundTripThroughACheckpoint) {
+  TrapGuard::Options o;
+  o.host_budget = 3;
+  o.max_query_variants = 2;
+  TrapGuard g(o);
+  EXPECT_EQ(g.Admit("http://h", P("http://h/s?q=1")), "");
+  EXPECT_EQ(g.Admit("http://h", P("http://h/s?q=2")), "");
+  std::map<std::string, uint64_t> hosts;
+  std::map<uint64_t, uint32_t> paths;
+  g.ForEachDirty([&](const std::string& k, uint64_t n) { hosts[k] = n; },
+                 [&](uint64_t k, uint32_t n) { paths[k] = n; });
+  EXPECT_EQ(hosts, (std::map<std::string, uint64_t>{{"http://h", 2}}));
+  ASSERT_EQ(paths.size(), 1u);
+  g.ClearDirty();
+  size_t calls = 0;
+  g.ForEachDirty([&](const std::string&, uint64_t) { ++calls; },
+                 [&](uint64_t, uint32_t) { ++calls; });
+  EXPECT_EQ(calls, 0u);
+
+  TrapGuard restored(o);
+  restored.RestoreHost("http://h", hosts["http://h"]);
+  restored.RestoreVariants(paths.begin()->first, paths.begin()->second);
+  EXPECT_EQ(restored.Admitted("http://h"), 2u);
+  EXPECT_EQ(restored.Admit("http://h", P("http://h/s?q=3")), "query_variants");
+  EXPECT_EQ(restored.Admit("http://h", P("http://h/x")), "");
+  EXPECT_EQ(restored.Admit("http://h", P("http://h/y")), "host_budget");
 }
 
 }  // namespace
