@@ -56,8 +56,15 @@ def run_pending() -> bool:
     return os.environ.get("CRAWLD_HOSTILE_RUN_PENDING", "") not in ("", "0")
 
 
+def pending_reason(test_id: str) -> str | None:
+    """Why `test_id` (module.Class.method) is pending: its own line, or a
+    line naming its class (module.Class) as a whole."""
+    pending = load_pending()
+    return pending.get(test_id) or pending.get(test_id.rsplit(".", 1)[0])
+
+
 def skip_if_pending(test: unittest.TestCase) -> None:
-    why = load_pending().get(test.id())
+    why = pending_reason(test.id())
     if why and not run_pending():
         test.skipTest(f"pending, {why} (tests/hostile/pending.txt)")
 
@@ -67,10 +74,9 @@ def all_pending(cls: type, prefix: str) -> bool:
     then skip the crawl)."""
     if run_pending():
         return False
-    pending = load_pending()
     names = [n for n in dir(cls) if n.startswith("test")]
-    return bool(names) and all(f"{prefix}.{cls.__name__}.{n}" in pending
-                               for n in names)
+    return bool(names) and all(
+        pending_reason(f"{prefix}.{cls.__name__}.{n}") for n in names)
 
 
 # ---------------------------------------------------------------- server
@@ -79,7 +85,7 @@ class HostileServer:
     """hostile.py in a temporary directory (context manager), stopped by
     PID. After __enter__: .port, .dir, .meta (hosts.json), .hosts_file."""
 
-    def __init__(self, max_seconds: float = 300, ticks: int = 150,
+    def __init__(self, max_seconds: float = 300, ticks: int = 120,
                  fat_pages: int = 40, fat_bytes: int = 100000):
         self.args = ["--max-seconds", str(max_seconds), "--ticks", str(ticks),
                      "--fat-pages", str(fat_pages), "--fat-bytes",
@@ -422,3 +428,17 @@ def tick_span(reqs: Iterable[dict], tick_hosts: Iterable[str],
             s[0] = min(s[0], r["start_us"])
             s[1] = max(s[1], r["end_us"])
     return {w: (a, b) for w, (a, b) in span.items()}
+
+
+def falsely_truncated(stored_recs: Iterable[dict], reqs: Iterable[dict],
+                      quick_us: int = 1_000_000) -> list[str]:
+    """Records cut by "time", "disconnect" or "unspecified" although the
+    server sent that URL a complete message within quick_us: it had
+    arrived whole, the crawler's own clock cut it."""
+    quick = {(r["host"], r["path"]) for r in reqs if r["complete"] and
+             r["end_us"] - r["start_us"] < quick_us}
+    return [f"{s['uri']}: WARC-Truncated: {s['truncated']}"
+            for s in stored_recs
+            if s["type"] == "response" and
+            s["truncated"] in ("time", "disconnect", "unspecified") and
+            (s["host"], s["path"]) in quick]

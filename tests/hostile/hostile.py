@@ -294,16 +294,29 @@ def page(body: bytes | str, ctype: str = "text/html; charset=utf-8",
 def lazy_page(build: Callable[[], bytes],
               ctype: str = "text/html; charset=utf-8",
               extra: tuple[str, ...] = ()) -> Handler:
-    """page() of a body built on first use, off the loop (gzip bombs take
-    a second of CRC work)."""
-    cache: list[bytes] = []
-    lock = asyncio.Lock()
+    """page() of a body built off the loop (a gzip bomb takes seconds of
+    CRC work), started by the first request to its host (robots.txt comes
+    first). A request that comes before the body is ready waits, watching
+    for the client to leave, so the log never shows an exchange the client
+    has given up as in progress."""
+    state: dict[str, object] = {}
+
+    def start() -> None:
+        if "future" not in state:
+            state["future"] = asyncio.get_running_loop().run_in_executor(
+                None, build)
 
     async def h(ex: Exchange) -> None:
-        async with lock:
-            if not cache:
-                cache.append(await asyncio.to_thread(build))
-        await ex.respond(200, cache[0], ctype, extra)
+        start()
+        fut = state["future"]
+        while not fut.done():
+            if await ex.conn.client_left(0.05):
+                ex.cut = "client"
+                ex.aborted = True
+                ex.keep_alive = False
+                return
+        await ex.respond(200, fut.result(), ctype, extra)
+    h.warm_up = start  # type: ignore[attr-defined]
     return h
 
 
@@ -458,7 +471,8 @@ def build_sites(port: int, ticks: int, fat_pages: int, fat_bytes: int,
 
     # ---- control hosts: steady work whose gaps show a stall ----
     for i in range(6):
-        s = site(f"tick{i}", ("web", "heavy", "parse", "admin"),
+        s = site(f"tick{i}", ("web", "heavy", "robots-redir", "parse",
+                               "admin"),
                  f"control: /t/0.html .. /t/{ticks - 1}.html, a chain of "
                  "small pages; any long gap between two of them is a stall")
         s.seeds = ["/t/0.html"]
@@ -695,14 +709,16 @@ def build_sites(port: int, ticks: int, fat_pages: int, fat_bytes: int,
                   "text/plain", ("Content-Encoding: gzip",)), False,
         groups=("heavy",))
 
-    big_rules = ("User-agent: *\nDisallow: /private/\n" +
-                 "".join(f"Disallow: /z{n:07d}/\n" for n in range(600000)))
+    def big_rules() -> bytes:
+        return (b"User-agent: *\nDisallow: /private/\n" +
+                b"".join(b"Disallow: /z%07d/\n" % n for n in range(600000)))
+
     robots_site(
         "robots-huge",
         "robots.txt of 13 MB ('Disallow: /private/' first, then 600,000 "
         "'Disallow: /zNNNNNNN/' lines): more than fetch.max_body_bytes; the "
         "rules in the first 500 KiB hold",
-        page(big_rules.encode(), "text/plain"), False, groups=("heavy",))
+        lazy_page(big_rules, "text/plain"), False, groups=("heavy",))
     robots_site(
         "robots-endless",
         "robots.txt that never ends ('User-agent: *\\nDisallow: /private/"
@@ -816,9 +832,8 @@ def build_sites(port: int, ticks: int, fat_pages: int, fat_bytes: int,
              "a link to /big-link.html first, then 10 MiB of paragraphs and "
              "links; /big-over.html: the same plus one byte (truncated)")
     s.root(["/big.html", "/big-over.html", "/after.html"])
-    bigpage = big_html(10 * MIB)
-    s.route("/big.html", page(bigpage))
-    s.route("/big-over.html", page(bigpage + b"\n"))
+    s.route("/big.html", lazy_page(lambda: big_html(10 * MIB)))
+    s.route("/big-over.html", lazy_page(lambda: big_html(10 * MIB) + b"\n"))
     s.route("/big-link.html", page(html("linked from the big page")))
     s.route("/after.html", after(s))
 
@@ -1097,6 +1112,9 @@ class Server:
             await ex.respond(400 if ex.method != "GET" else 404,
                              b"no such host or method\n", "text/plain")
             return
+        for h in [site.robots, *site.routes.values()]:
+            if hasattr(h, "warm_up"):
+                h.warm_up()
         if ex.path == "/robots.txt":
             await site.robots(ex)
             return
