@@ -398,36 +398,39 @@ def owners(stored_recs: Iterable[dict]) -> dict[str, set[int]]:
 
 
 def stalls(reqs: Iterable[dict], tick_hosts: Iterable[str],
-           host_worker: dict[str, int], limit_us: int) -> list[str]:
+           host_worker: dict[str, int], limit_us: int,
+           alone_limit_us: int = 10_000_000) -> list[str]:
     """Per worker, the gaps longer than limit_us between consecutive
-    request starts of its tick hosts, while its ticks were running (from
-    its first tick request to its last). A worker whose loop is blocked
-    starts no request at all."""
+    request starts of its tick hosts (from its first tick to its last)
+    during which the other workers' ticks went on (at least 2 starts): the
+    machine was running, this worker was not. A worker whose loop is held
+    starts no request at all, while a machine starved by other load slows
+    every worker alike. With a single worker there is no such control, and
+    only gaps over alone_limit_us count."""
     per_worker = collections.defaultdict(list)
     for r in reqs:
         if r["host"] in tick_hosts and r["host"] in host_worker:
             per_worker[host_worker[r["host"]]].append(r["start_us"])
+    for starts in per_worker.values():
+        starts.sort()
     out = []
     for w, starts in sorted(per_worker.items()):
-        starts.sort()
+        others = sorted(t for v, ts in per_worker.items() if v != w
+                        for t in ts)
         for a, b in zip(starts, starts[1:]):
-            if b - a > limit_us:
+            if not others:
+                if b - a > alone_limit_us:
+                    out.append(f"worker {w}: no tick request for "
+                               f"{(b - a) / 1e6:.1f} s")
+                continue
+            if b - a <= limit_us:
+                continue
+            went_on = sum(1 for t in others if a < t < b)
+            if went_on >= 2:
                 out.append(f"worker {w}: no tick request for "
-                           f"{(b - a) / 1e6:.1f} s")
+                           f"{(b - a) / 1e6:.1f} s while the others made "
+                           f"{went_on}")
     return out
-
-
-def tick_span(reqs: Iterable[dict], tick_hosts: Iterable[str],
-              host_worker: dict[str, int]) -> dict[int, tuple[int, int]]:
-    """worker -> (first tick start, last tick end)."""
-    span: dict[int, list[int]] = {}
-    for r in reqs:
-        w = host_worker.get(r["host"])
-        if r["host"] in tick_hosts and w is not None:
-            s = span.setdefault(w, [r["start_us"], r["end_us"]])
-            s[0] = min(s[0], r["start_us"])
-            s[1] = max(s[1], r["end_us"])
-    return {w: (a, b) for w, (a, b) in span.items()}
 
 
 def falsely_truncated(stored_recs: Iterable[dict], reqs: Iterable[dict],

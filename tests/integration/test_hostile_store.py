@@ -311,7 +311,8 @@ class TornCheckpoint(HostileCase):
 
     def test_first_run_was_stopped_mid_crawl(self):
         self.assertEqual(self.first_rc, 0, self.first_err[-1500:])
-        self.assertLess(len(stored_uris(self.orig)), len(must_urls(self.server)),
+        self.assertLess(len(stored_uris(self.orig)),
+                        len(must_urls(self.server)),
                         "the first run finished: nothing left to resume")
 
     def test_frontier_files_cut_in_half(self):

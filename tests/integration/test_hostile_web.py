@@ -25,7 +25,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -58,8 +57,12 @@ CONFIG = {
     "dns.timeout_ms": 1000,
 }
 CRAWL_TIMEOUT_S = 180
-STALL_LIMIT_US = 3_000_000   # no request on a worker for this long: stall
-STATUS_LIMIT_S = 5.0         # crawlctl status must answer within this
+# No request on one worker for this long while the others go on: a stall
+# (driver.stalls; 10 s for a crawl with a single worker).
+STALL_LIMIT_US = 3_000_000
+# crawlctl status must answer within this (the issue saw 86 s; a loaded
+# machine alone takes a few seconds under ASan).
+STATUS_LIMIT_S = 10.0
 
 
 def keep_data() -> bool:
@@ -397,7 +400,8 @@ class HostileWeb(SharedCrawl):
 
     def test_interim_response_alone_not_stored_as_final(self):
         # '100 Continue' and then FIN is no response at all.
-        recs = [s for s in self.stored if s["host"] == "s-interim.hostile.test"]
+        recs = [s for s in self.stored
+                if s["host"] == "s-interim.hostile.test"]
         self.assertEqual(driver.misdescribed(recs, self.reqs), [])
 
     def test_invalid_chunk_size_not_stored_as_complete(self):
