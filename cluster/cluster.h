@@ -83,6 +83,15 @@ class Ring {
 
 // One URL travelling to the worker that owns its host.
 struct UrlMessage {
+  UrlMessage() = default;
+  UrlMessage(std::string u, uint16_t d, double c, std::string seed = {},
+             bool mark = false)
+      : url(std::move(u)),
+        depth(d),
+        credit(c),
+        seed_host(std::move(seed)),
+        seen_mark(mark) {}
+
   std::string url;     // canonical absolute URL (url/ output)
   uint16_t depth = 0;  // link depth from the seed (hops)
   double credit = 0;   // AOPIC cash carried to the owner

@@ -225,12 +225,15 @@ void CrawlPath::Pump() {
     if (!ready) break;
     Dispatch(std::move(*ready));
   }
-  int64_t next = INT64_MAX;
-  if (accepting() && !saturated()) next = frontier_->NextReadyUs();
+  ArmWaker(now, accepting() && !saturated());
+  if (parts_.on_pumped) parts_.on_pumped();
+}
+
+void CrawlPath::ArmWaker(int64_t now, bool may_start) {
+  int64_t next = may_start ? frontier_->NextReadyUs() : INT64_MAX;
   // A waiter at the IP gate becomes due on its own clock.
   next = std::min(next, ip_gate_->RunReady(now));
   parts_.waker->WakeAt(next);
-  if (parts_.on_pumped) parts_.on_pumped();
 }
 
 // --- 9. robots gate ---------------------------------------------------------
@@ -330,6 +333,11 @@ void CrawlPath::EnterIpGate(Job* job, const std::string& ip) {
                     if (gated) job->ip = ip;
                     Fetch(job, ip);
                   });
+  if (job->stage == Stage::kIpWait) {
+    // It waits for its address: the timer must cover the address's time
+    // too (a robots.txt hop found nothing else to wake it once).
+    Pump();
+  }
 }
 
 // --- 12. fetch --------------------------------------------------------------
@@ -386,7 +394,12 @@ void CrawlPath::OnRobotsFetched(Job* job) {
     }
   }
   std::string body;
-  if (fetch.status >= 200 && fetch.status < 300) {
+  if (fetch.status >= 200 && fetch.status < 300 && r.truncated &&
+      r.error != fetcher::ErrorClass::kTooLarge) {
+    // Cut by the network, not by the size cap: half a file could open a
+    // site its last line closes.
+    fetch.incomplete = true;
+  } else if (fetch.status >= 200 && fetch.status < 300) {
     // One byte more than the parser reads: a longer file reaches it cut,
     // and it ignores the line the cut went through (RFC 9309 2.5; issue
     // 19: a line cut in half was obeyed as a whole rule).
@@ -547,8 +560,10 @@ bool CrawlPath::Record(Job* job) {
   rec.response_head = r.response_head;
   rec.body = &r.body;
   if (r.truncated) {
-    rec.truncated =
-        r.error == fetcher::ErrorClass::kTimeout ? "time" : "length";
+    // What cut it, as the fetcher saw it: the cap, a timeout, a close.
+    rec.truncated = !r.truncated_reason.empty() ? r.truncated_reason
+                    : r.error == fetcher::ErrorClass::kTimeout ? "time"
+                                                               : "length";
   }
   ProcessTask* t = job->task.get();
   const bool parsed = t != nullptr && t->parsed;

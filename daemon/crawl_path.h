@@ -236,6 +236,7 @@ class CrawlPath {
   // Job lifecycle.
   Job* NewJob(bool robots, std::string host_key, std::string url);
   void SetStage(Job* job, Stage stage);
+  void ArmWaker(int64_t now, bool may_start);
   void ReleaseSlots(Job* job, const frontier::Completion& completion);
   void RetryLater(Job* job);
   void Finish(Job* job);

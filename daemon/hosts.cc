@@ -173,6 +173,7 @@ HostTable::RobotsResult HostTable::OnRobotsFetched(std::string_view host_key,
   robots::FetchOutcome outcome;
   outcome.status = fetch.status;
   outcome.undecodable = fetch.undecodable;
+  outcome.incomplete = fetch.incomplete;
   outcome.hops = host.robots_hops;
   outcome.has_location = !fetch.location.empty();
   robots::RobotsHistory history;

@@ -68,6 +68,7 @@ struct HostRecord {
 struct RobotsFetch {
   int status = 0;            // 0: no response
   bool undecodable = false;  // a 2xx whose Content-Encoding failed
+  bool incomplete = false;   // a 2xx cut by the network (not the cap)
   // A 3xx's Location resolved to an http(s) URL; "" when none.
   std::string location;
   // The decoded body of a 2xx, at most robots::Options::max_bytes + 1

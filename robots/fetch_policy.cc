@@ -33,7 +33,8 @@ RobotsDecision DecideRobotsFetch(const FetchOutcome& outcome,
   const FetchPolicyOptions o = Sanitize(raw);
   const int status = outcome.status;
 
-  if (status >= 200 && status < 300 && !outcome.undecodable) {
+  if (status >= 200 && status < 300 && !outcome.undecodable &&
+      !outcome.incomplete) {
     return Reachable(Access::kUseBody, now_us, o.ttl_us, "2xx");
   }
   if (status >= 300 && status < 400) {
@@ -56,6 +57,7 @@ RobotsDecision DecideRobotsFetch(const FetchOutcome& outcome,
   RobotsDecision d;
   d.reason = status == 0                     ? "unreachable"
              : outcome.undecodable           ? "undecodable"
+             : outcome.incomplete            ? "incomplete"
              : status == 429                 ? "429"
              : status >= 500 && status < 600 ? "5xx"
                                              : "bad_status";

@@ -26,6 +26,8 @@
 //   - A 2xx whose body cannot be decoded (an unknown or broken
 //     Content-Encoding) is unreachable: an undecoded body would parse as
 //     "no rules", i.e. allow all, which the site never said.
+//   - A 2xx whose body the connection cut short is unreachable too: half a
+//     file may open a site its last lines close.
 //   - Status codes outside 200-599 are unreachable.
 #ifndef CRAWLD_ROBOTS_FETCH_POLICY_H_
 #define CRAWLD_ROBOTS_FETCH_POLICY_H_
@@ -57,6 +59,9 @@ struct FetchOutcome {
   int status = 0;
   // A 2xx whose body could not be decoded (Content-Encoding).
   bool undecodable = false;
+  // A 2xx whose body the network cut (a close or a timeout, not the size
+  // cap): the rest of the file is unknown.
+  bool incomplete = false;
   // Redirect hops already followed to reach this response (count).
   int hops = 0;
   // For a 3xx: the Location header resolved to an http(s) URL.
@@ -93,7 +98,7 @@ struct RobotsDecision {
   int64_t failing_since_us = -1;
   // Why, for counters and logs: "2xx", "4xx", "redirect",
   // "too_many_redirects", "redirect_without_location", "5xx", "429",
-  // "unreachable", "undecodable", "bad_status". Static storage.
+  // "unreachable", "undecodable", "incomplete", "bad_status". Static storage.
   std::string_view reason;
 };
 

@@ -85,6 +85,7 @@ struct Page {
   std::string body;
   int64_t latency_us = 10 * kMs;
   bool network_error = false;  // no response at all (connect refused)
+  bool cut = false;            // the connection closed in the body
 };
 
 // One request the web saw.
@@ -158,6 +159,11 @@ class FakeWeb final : public FetchPort, public ResolvePort {
       }
       r.response_head += "\r\n";
       (void)r.body.Append(page.body);
+      if (page.cut) {
+        r.truncated = true;
+        r.truncated_reason = "disconnect";
+        r.error = fetcher::ErrorClass::kConnect;
+      }
       done(std::move(r));
     });
   }

@@ -162,6 +162,14 @@ TEST(Rfc9309, CrawldOnly_Issue14_UndecodableBodyIsUnreachable) {
   EXPECT_EQ(d.reason, "undecodable");
 }
 
+TEST(Rfc9309, CrawldOnly_BodyCutByTheNetworkIsUnreachable) {
+  FetchOutcome f = Status(200);
+  f.incomplete = true;
+  const RobotsDecision d = DecideRobotsFetch(f, {}, 0, Opts());
+  EXPECT_EQ(d.access, Access::kDisallowAll);
+  EXPECT_EQ(d.reason, "incomplete");
+}
+
 TEST(Rfc9309, CrawldOnly_OddStatusIsUnreachable) {
   for (int status : {100, 199, 600, 999, -1}) {
     EXPECT_EQ(DecideRobotsFetch(Status(status), {}, 0, Opts()).access,
