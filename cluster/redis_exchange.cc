@@ -24,10 +24,12 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "cluster/batcher.h"
 #include "cluster/cluster.h"
 #include "cluster/wire.h"
 
@@ -159,24 +161,6 @@ struct RConn {
   int backoff_ms = 0;
 };
 
-struct Sealed {
-  uint64_t id;
-  uint32_t count;
-  std::shared_ptr<const std::string> blob;
-  bool in_flight = false;
-  bool tried = false;
-};
-
-struct Dest {
-  std::vector<UrlMessage> building;
-  uint64_t building_since_ms = 0;
-  std::deque<Sealed> queue;  // sealed, not yet stored by Redis, id order
-  size_t pending_urls = 0;   // building + queue
-  int64_t backlog = 0;       // entries in the destination's inbox stream
-  uint64_t next_id = 1;
-  bool refused = false;
-};
-
 struct Call {
   RedisExchange* self;
   std::function<void(redisReply*)> fn;
@@ -188,7 +172,8 @@ class RedisExchange final : public Exchange {
       : loop_(loop),
         opt_(o),
         incarnation_(wire::NewIncarnation()),
-        dests_(static_cast<size_t>(o.exchange.workers)),
+        batcher_(opt_.exchange, incarnation_, &stats_,
+                 [this](int to, internal::SealedBatch&) { PumpXadds(to); }),
         alive_(std::make_shared<int>(0)) {
     cmd_.owner = this;
     read_.owner = this;
@@ -243,58 +228,23 @@ class RedisExchange final : public Exchange {
   }
 
   Status Send(int to, const UrlMessage& m) override {
-    if (to < 0 || to >= ex_.workers || to == ex_.self) {
-      return Status::InvalidArgument("exchange: bad destination worker " +
-                                     std::to_string(to));
-    }
-    if (Status s = wire::ValidateMessage(m, ex_); !s.ok()) return s;
-    Dest& d = dests_[static_cast<size_t>(to)];
-    if (Backpressured(to)) {
-      d.refused = true;
-      ++stats_.send_refused;
-      return Status::ResourceExhausted(
-          "exchange: worker " + std::to_string(to) + " is back-pressured");
-    }
-    if (d.building.empty()) d.building_since_ms = wire::NowMs();
-    d.building.push_back(m);
-    ++d.pending_urls;
-    ++stats_.urls_sent;
-    if (d.building.size() >= static_cast<size_t>(ex_.batch_urls)) Seal(to);
-    return Status::Ok();
+    return batcher_.Send(to, m, BacklogFull(to));
   }
 
   void SetInbox(InboxFn inbox) override { inbox_ = std::move(inbox); }
   void SetOnWritable(WritableFn fn) override { writable_ = std::move(fn); }
 
   bool Backpressured(int to) const override {
-    if (to < 0 || to >= ex_.workers) return false;
-    const Dest& d = dests_[static_cast<size_t>(to)];
-    return d.pending_urls >= static_cast<size_t>(ex_.max_pending_urls) ||
-           d.backlog >= opt_.max_backlog_batches;
+    return batcher_.AtBound(to) || BacklogFull(to);
   }
 
-  size_t Pending(int to) const override {
-    if (to < 0 || to >= ex_.workers) return 0;
-    return dests_[static_cast<size_t>(to)].pending_urls;
-  }
+  size_t Pending(int to) const override { return batcher_.Pending(to); }
 
-  void Flush() override {
-    for (int w = 0; w < ex_.workers; ++w) Seal(w);
-  }
+  void Flush() override { batcher_.SealAll(); }
 
   void ForEachUnacked(
       const std::function<void(int, const UrlMessage&)>& fn) const override {
-    std::vector<UrlMessage> urls;
-    for (int w = 0; w < ex_.workers; ++w) {
-      const Dest& d = dests_[static_cast<size_t>(w)];
-      for (const Sealed& s : d.queue) {
-        wire::BatchHeader h;
-        urls.clear();
-        if (!wire::DecodeBatch(*s.blob, &h, &urls, UINT32_MAX).ok()) continue;
-        for (const UrlMessage& m : urls) fn(w, m);
-      }
-      for (const UrlMessage& m : d.building) fn(w, m);
-    }
+    batcher_.ForEachUnacked(fn);
   }
 
   ExchangeStats stats() const override { return stats_; }
@@ -398,72 +348,56 @@ class RedisExchange final : public Exchange {
 
   // --- Sending.
 
-  void Seal(int to) {
-    Dest& d = dests_[static_cast<size_t>(to)];
-    if (d.building.empty()) return;
-    Sealed s;
-    s.id = d.next_id++;
-    s.count = static_cast<uint32_t>(d.building.size());
-    auto blob = std::make_shared<std::string>();
-    wire::EncodeBatch({static_cast<uint32_t>(ex_.self), incarnation_, s.id},
-                      d.building, blob.get());
-    s.blob = std::move(blob);
-    d.building.clear();
-    d.queue.push_back(std::move(s));
-    PumpXadds(to);
+  // The destination's inbox stream holds max_backlog_batches entries or
+  // more (as last polled).
+  bool BacklogFull(int to) const {
+    auto it = backlog_.find(to);
+    return it != backlog_.end() && it->second >= opt_.max_backlog_batches;
   }
 
   void PumpXadds(int to) {
-    Dest& d = dests_[static_cast<size_t>(to)];
-    for (Sealed& s : d.queue) {
-      if (s.in_flight) continue;
-      const uint64_t id = s.id;
-      if (!Command(&cmd_, {"XADD", InboxKey(to), "*", "b", *s.blob},
+    std::deque<internal::SealedBatch>* queue = batcher_.Queue(to);
+    for (size_t i = 0; queue != nullptr && i < queue->size(); ++i) {
+      internal::SealedBatch& b = (*queue)[i];
+      if (b.in_flight) continue;
+      const uint64_t id = b.id;
+      if (!Command(&cmd_, {"XADD", InboxKey(to), "*", "b", *b.blob},
                    [this, to, id](redisReply* r) { OnXadd(to, id, r); })) {
         return;  // not connected: the queue waits for the reconnect
       }
-      s.in_flight = true;
-      if (s.tried) {
+      b.in_flight = true;
+      if (b.transmitted) {
         ++stats_.batches_resent;
       } else {
         ++stats_.batches_sent;
       }
-      s.tried = true;
+      b.transmitted = true;
     }
   }
 
   void OnXadd(int to, uint64_t id, redisReply* r) {
-    Dest& d = dests_[static_cast<size_t>(to)];
-    auto it = std::find_if(d.queue.begin(), d.queue.end(),
-                           [id](const Sealed& s) { return s.id == id; });
-    if (it == d.queue.end()) return;
     if (IsError(r)) {
       // Lost connection or a refusal (e.g. OOM): keep it, resend later. A
       // lost reply to an applied XADD makes a duplicate entry, which the
       // receiver's seen-set absorbs.
-      it->in_flight = false;
+      std::deque<internal::SealedBatch>* queue = batcher_.Queue(to);
+      for (size_t i = 0; queue != nullptr && i < queue->size(); ++i) {
+        if ((*queue)[i].id == id) (*queue)[i].in_flight = false;
+      }
       return;
     }
-    d.pending_urls -= it->count;
-    ++stats_.batches_acked;
-    d.queue.erase(it);
-    MaybeWritable(to);
+    if (batcher_.Acknowledge(to, id)) MaybeWritable(to);
   }
 
   void MaybeWritable(int to) {
-    Dest& d = dests_[static_cast<size_t>(to)];
-    if (d.refused && !Backpressured(to)) {
-      d.refused = false;
-      if (writable_) writable_(to);
-    }
+    if (batcher_.TakeWritable(to, BacklogFull(to)) && writable_) writable_(to);
   }
 
   void PollBacklog() {
-    for (int w = 0; w < ex_.workers; ++w) {
-      if (w == ex_.self) continue;
+    for (int w : batcher_.Destinations()) {
       Command(&cmd_, {"XLEN", InboxKey(w)}, [this, w](redisReply* r) {
         if (IsError(r) || r->type != REDIS_REPLY_INTEGER) return;
-        dests_[static_cast<size_t>(w)].backlog = r->integer;
+        backlog_[w] = r->integer;
         MaybeWritable(w);
       });
     }
@@ -649,7 +583,7 @@ class RedisExchange final : public Exchange {
 
   void OnCmdConnected() {
     last_heartbeat_ms_ = 0;  // at once: a restarted Redis lost our key
-    for (int w = 0; w < ex_.workers; ++w) PumpXadds(w);
+    for (int w : batcher_.Destinations()) PumpXadds(w);
     FlushAcks();
   }
 
@@ -658,14 +592,7 @@ class RedisExchange final : public Exchange {
     for (RConn* c : {&cmd_, &read_}) {
       if (c->ctx == nullptr && now >= c->next_connect_ms) Connect(c);
     }
-    for (int w = 0; w < ex_.workers; ++w) {
-      Dest& d = dests_[static_cast<size_t>(w)];
-      if (!d.building.empty() &&
-          now - d.building_since_ms >=
-              static_cast<uint64_t>(ex_.flush_interval_ms)) {
-        Seal(w);
-      }
-    }
+    batcher_.SealDue(now);
     if (!cmd_.connected) return;
     if (now - last_heartbeat_ms_ >=
         static_cast<uint64_t>(opt_.heartbeat_ttl_ms / 3)) {
@@ -680,7 +607,7 @@ class RedisExchange final : public Exchange {
       last_claim_ms_ = now;
       Claim();
     }
-    for (int w = 0; w < ex_.workers; ++w) PumpXadds(w);
+    for (int w : batcher_.Destinations()) PumpXadds(w);
     FlushAcks();
     if (read_.connected && !group_ready_ && !reading_) EnsureGroup();
     ReadMore();
@@ -705,7 +632,10 @@ class RedisExchange final : public Exchange {
   bool reading_ = false;
   bool claiming_ = false;
   std::string claim_cursor_ = "0-0";
-  std::vector<Dest> dests_;
+  ExchangeStats stats_;
+  internal::Batcher batcher_;
+  // Entries in each destination's inbox stream, as last polled.
+  std::unordered_map<int, int64_t> backlog_;
   std::unordered_set<std::string> unacked_;  // entry ids at the inbox
   std::vector<std::string> acks_to_send_;
   int64_t epoch_ = -1;
@@ -714,7 +644,6 @@ class RedisExchange final : public Exchange {
   uint64_t last_claim_ms_ = 0;
   InboxFn inbox_;
   WritableFn writable_;
-  ExchangeStats stats_;
   std::shared_ptr<int> alive_;
 };
 
