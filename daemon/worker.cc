@@ -24,6 +24,7 @@
 #include "conf/read_file.h"
 #include "conf/rules.h"
 #include "daemon/admin.h"
+#include "daemon/control.h"
 #include "daemon/event_log.h"
 #include "daemon/ip_gate.h"
 #include "daemon/metrics.h"
@@ -333,6 +334,33 @@ class Worker::Impl {
   void EnqueueSeeds();
   bool ready_ = false;  // handover done and acknowledged
 
+  // --- Cluster membership (docs/CLUSTER.md, "Membership") ---
+  // The supervisor sends the ring of each membership epoch ("ring"): the
+  // worker stops starting fetches, switches rings once nothing is in flight,
+  // hands over the hosts that moved to a new worker, reads the inboxes of
+  // the workers that left, reports ready at that epoch, and fetches again at
+  // "go" once its inbox holds everything handed to it. A "lease" bounds how
+  // long it may fetch without news of its node's membership.
+  struct PendingRing {
+    int64_t epoch = 0;
+    std::vector<int> live, gone;  // global worker ids, ascending
+  };
+  void OnRing(control::Command&& ring);
+  void ApplyPendingRing();
+  void Go();
+  void CheckLease();
+  void ReloadFromSupervisor(uint64_t seq);
+  std::vector<int> ring_workers_;  // the ring's workers, ascending
+  int64_t ring_epoch_ = 0;         // of the ring in force (0: the config's)
+  std::optional<PendingRing> pending_ring_;
+  bool go_wanted_ = false;       // "go" came; the inbox is being caught up
+  uint64_t lease_until_ms_ = 0;  // control::MonotonicMs(); 0 = no lease
+  // Not ready before this (control::MonotonicMs()): a host handed over
+  // waits min_delay_ms after this worker's last request to it.
+  uint64_t handover_ready_ms_ = 0;
+  uint64_t reload_seq_ = 0;  // the last "reload" done
+  bool reload_ok_ = true;    // and whether both files loaded
+
   std::unordered_map<std::string, HostState> hosts_;
   // robots.txt answers since the last checkpoint, by host key: "<expiry,
   // unix us>\n" then "ok\n<body>" or "none\n" (4xx: no rules). Saved with
@@ -593,9 +621,10 @@ Status Worker::Impl::Init() {
   drainer_ = options_.worker_id >= options_.workers;
   exchange_workers_ =
       std::max({options_.workers, previous_workers_, options_.worker_id + 1});
-  if (exchange_workers_ > 1) {
+  if (exchange_workers_ > 1 || !config_.cluster.redis.empty()) {
     ring_ =
         std::make_unique<cluster::Ring>(options_.workers, RingOptions(config_));
+    for (int w = 0; w < options_.workers; ++w) ring_workers_.push_back(w);
     Result<std::unique_ptr<cluster::Exchange>> ex =
         Status::Internal("no exchange");
     if (config_.cluster.redis.empty()) {
@@ -612,11 +641,16 @@ Status Worker::Impl::Init() {
       ro.port = addr.port;
       ro.crawl = config_.cluster.name;
       ro.exchange.self = options_.worker_id;
-      ro.exchange.workers = exchange_workers_;
+      // Nodes may join while the crawl runs: any worker id can become a
+      // destination (the exchange makes one on first use).
+      ro.exchange.workers = cluster::kMaxWorkers;
       // Only this worker reads its inbox: pending entries idle this long
       // belong to a dead incarnation of it (a crash), so take them back
       // soon after a restart.
       ro.claim_min_idle_ms = 5000;
+      // Should this node leave the crawl, the others read everything ever
+      // sent to it again (docs/CLUSTER.md, "A node lost").
+      ro.retain_acked = true;
       ex = cluster::NewRedisExchange(&loop_, ro);
     }
     if (!ex.ok()) return ex.status();
@@ -2701,8 +2735,14 @@ void Worker::Impl::Admit(const cluster::UrlMessage& m) {
   }
   if (m.depth == kSeenMarkDepth) {
     auto canon = canonicalizer_.Canonicalize(m.url);
-    if (canon.ok())
-      SeenInsert(canon->origin_key(), url::Fingerprint(canon->href()));
+    if (!canon.ok()) return;
+    if (!Owns(canon->host())) {
+      // Read from a gone worker's inbox (Adopt), or sent before the ring
+      // changed: the mark belongs to the host's owner now.
+      RouteOut(ring_->Owner(canon->host()), m);
+      return;
+    }
+    SeenInsert(canon->origin_key(), url::Fingerprint(canon->href()));
     return;
   }
   Enqueue(m.url, m.depth, 0, m.credit, 0, HostOf(m.url));
@@ -2802,7 +2842,8 @@ void Worker::Impl::Rebalance() {
   Count("rebalance_hosts_moved", hosts);
   log_.Write(Level::kInfo, "rebalanced",
              {{"from_workers", std::to_string(previous_workers_)},
-              {"workers", std::to_string(options_.workers)},
+              {"workers", std::to_string(ring_workers_.size())},
+              {"epoch", std::to_string(ring_epoch_)},
               {"hosts_moved", std::to_string(hosts)},
               {"urls_moved", std::to_string(urls)},
               {"fetched_urls_sent", std::to_string(marks)},
@@ -2861,26 +2902,147 @@ Status Worker::Impl::StartControl() {
 }
 
 void Worker::Impl::OnControlLine(std::string_view line) {
-  if (line == "go") {
-    if (!go_) {
-      go_ = true;
-      log_.Write(Level::kInfo, "go",
-                 {{"waiting_urls", std::to_string(pre_go_.size())}});
-      std::vector<cluster::UrlMessage> waiting;
-      waiting.swap(pre_go_);
-      for (const auto& m : waiting) Admit(m);
-      EnqueueSeeds();
-      Pump();
-    }
-  } else if (line.rfind("stop ", 0) == 0) {
-    paused_ = false;
-    RequestStop(std::string(line.substr(5)));
+  control::Command cmd = control::ParseCommand(line);
+  switch (cmd.kind) {
+    case control::Command::Kind::kGo:
+      if (go_ || go_wanted_) break;
+      go_wanted_ = true;
+      if (exchange_ == nullptr) {
+        Go();
+      } else {
+        // What the other workers handed over before they reported ready is
+        // in this worker's inbox: take it all in first, so that no moved
+        // page is fetched before its seen mark arrives.
+        const int64_t epoch = ring_epoch_;
+        exchange_->WhenCaughtUp([this, epoch] {
+          if (epoch == ring_epoch_ && !pending_ring_) {
+            Go();
+          } else {
+            go_wanted_ = false;  // a newer ring came: wait for its go
+          }
+        });
+      }
+      break;
+    case control::Command::Kind::kStop:
+      paused_ = false;
+      RequestStop(cmd.reason);
+      break;
+    case control::Command::Kind::kRing:
+      OnRing(std::move(cmd));
+      break;
+    case control::Command::Kind::kLease:
+      lease_until_ms_ = cmd.until_ms;
+      break;
+    case control::Command::Kind::kReload:
+      ReloadFromSupervisor(cmd.seq);
+      break;
+    case control::Command::Kind::kUnknown:
+      break;
   }
+}
+
+void Worker::Impl::Go() {
+  go_wanted_ = false;
+  if (go_ || stopping_) return;
+  go_ = true;
+  log_.Write(Level::kInfo, "go",
+             {{"waiting_urls", std::to_string(pre_go_.size())},
+              {"epoch", std::to_string(ring_epoch_)}});
+  std::vector<cluster::UrlMessage> waiting;
+  waiting.swap(pre_go_);
+  for (const auto& m : waiting) Admit(m);
+  EnqueueSeeds();
+  Pump();
+}
+
+void Worker::Impl::OnRing(control::Command&& ring) {
+  if (stopping_ || ring_ == nullptr || exchange_ == nullptr) return;
+  if (ring.epoch == ring_epoch_ && !pending_ring_) return;
+  if (!std::binary_search(ring.live.begin(), ring.live.end(),
+                          options_.worker_id)) {
+    return;  // the supervisor sends only rings its node is on
+  }
+  // No new fetch until every node uses this ring: the old owner of a host
+  // stops before the new one starts.
+  go_ = false;
+  go_wanted_ = false;
+  ready_ = false;
+  pending_ring_ =
+      PendingRing{ring.epoch, std::move(ring.live), std::move(ring.gone)};
+  ApplyPendingRing();
+}
+
+void Worker::Impl::ApplyPendingRing() {
+  // Jobs in flight finish under the old ring (Report() calls again).
+  if (!pending_ring_ || active_ > 0) return;
+  PendingRing next = std::move(*pending_ring_);
+  pending_ring_.reset();
+  int top = next.live.back() + 1;
+  if (!next.gone.empty()) top = std::max(top, next.gone.back() + 1);
+  if (top > exchange_workers_) {
+    exchange_workers_ = top;
+    overflow_.resize(static_cast<size_t>(top));
+  }
+  // Consistent hashing moves hosts only to workers that join: a ring that
+  // only lost workers takes nothing from this one.
+  const bool joined = !std::includes(ring_workers_.begin(), ring_workers_.end(),
+                                     next.live.begin(), next.live.end());
+  // The ring the handover is from (Rebalance logs it); read only at start
+  // otherwise, before any ring line.
+  previous_workers_ = static_cast<int>(ring_workers_.size());
+  ring_ = std::make_unique<cluster::Ring>(next.live, RingOptions(config_));
+  ring_workers_ = std::move(next.live);
+  ring_epoch_ = next.epoch;
+  // The inboxes of the workers that left: everything ever sent to them is
+  // read again and routed to the hosts' new owners (their frontiers died
+  // with them); each is read by one worker of the ring.
+  std::vector<int> adopted;
+  std::string adopted_text;
+  for (int w : next.gone) {
+    if (cluster::AdopterOf(*ring_, w) != options_.worker_id) continue;
+    adopted.push_back(w);
+    adopted_text += (adopted_text.empty() ? "" : ",") + std::to_string(w);
+  }
+  exchange_->Adopt(adopted);
+  log_.Write(Level::kInfo, "ring",
+             {{"epoch", std::to_string(ring_epoch_)},
+              {"workers", std::to_string(ring_workers_.size())},
+              {"adopted", adopted_text}});
+  if (joined) {
+    Rebalance();
+    // Nothing is in flight now; the new owners start after everyone is
+    // ready, so this keeps the per-host minimum gap across the move.
+    handover_ready_ms_ = control::MonotonicMs() +
+                         static_cast<uint64_t>(config_.politeness.min_delay_ms);
+  }
+}
+
+void Worker::Impl::CheckLease() {
+  if (lease_until_ms_ == 0 || stopping_ ||
+      control::MonotonicMs() < lease_until_ms_) {
+    return;
+  }
+  // The node's membership may have lapsed and another node may own these
+  // hosts by now: stop at once, transfers aborted.
+  log_.Write(Level::kError, "lease_expired", {});
+  paused_ = false;
+  RequestStop(std::string(control::kStopLeaseExpired));
+}
+
+void Worker::Impl::ReloadFromSupervisor(uint64_t seq) {
+  // The supervisor checked both files before it sent this; a file edited
+  // again in between fails here and is reported (the old rules stay).
+  reload_ok_ = LoadRules(false).ok();
+  reload_seq_ = seq;
+  Pump();
 }
 
 void Worker::Impl::Report() {
   if (!control_open_) return;
-  if (!ready_ && overflow_urls_ == 0) {
+  CheckLease();
+  ApplyPendingRing();
+  if (!ready_ && !pending_ring_ && overflow_urls_ == 0 &&
+      control::MonotonicMs() >= handover_ready_ms_) {
     bool acked = true;
     for (int w = 0; exchange_ != nullptr && w < exchange_workers_; ++w) {
       if (exchange_->Pending(w) > 0) acked = false;
@@ -2889,16 +3051,19 @@ void Worker::Impl::Report() {
   }
   const cluster::ExchangeStats ex =
       exchange_ != nullptr ? exchange_->stats() : cluster::ExchangeStats();
-  char line[512];
+  char line[640];
   const int n = snprintf(
       line, sizeof(line),
       "{\"worker\":%d,\"ready\":%s,\"idle\":%s,\"pages\":%" PRIu64
       ",\"bytes\":%" PRIu64
       ",\"queued\":%zu,\"active\":%zu,\"hosts\":%zu"
-      ",\"sent\":%" PRIu64 ",\"received\":%" PRIu64 ",\"overflow\":%zu}\n",
+      ",\"sent\":%" PRIu64 ",\"received\":%" PRIu64
+      ",\"overflow\":%zu,\"epoch\":%" PRId64 ",\"reload\":%" PRIu64
+      ",\"reload_ok\":%s}\n",
       options_.worker_id, ready_ ? "true" : "false", Idle() ? "true" : "false",
       pages_, bytes_, frontier_->queued(), active_, frontier_->hosts(),
-      ex.urls_sent, ex.urls_received, overflow_urls_);
+      ex.urls_sent, ex.urls_received, overflow_urls_, ring_epoch_, reload_seq_,
+      reload_ok_ ? "true" : "false");
   if (n <= 0) return;
   uv_buf_t buf = uv_buf_init(line, static_cast<unsigned>(n));
   // A report that does not fit now is skipped: the next one is 200 ms away.
