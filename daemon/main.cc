@@ -55,9 +55,10 @@ constexpr char kUsage[] =
     "  --cluster redis://HOST:PORT  crawl with other nodes over this Redis\n"
     "                  (overrides cluster.redis; docs/CLUSTER.md)\n"
     "  --node-id ID    this node's id in [0, cluster.nodes)\n"
-    "  --nodes N       nodes in the crawl (overrides cluster.nodes)\n"
+    "  --nodes N       nodes the crawl starts with (overrides cluster.nodes)\n"
     "\n"
-    "exit codes: 0 crawl ended, 1 fatal runtime error, 2 bad usage/config\n";
+    "exit codes: 0 crawl ended, 1 fatal runtime error, 2 bad usage/config or\n"
+    "the data directory in use by another crawld\n";
 
 bool WriteFile(const std::string& path, std::string_view content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
