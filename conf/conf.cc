@@ -605,8 +605,10 @@ constexpr Key kKeys[] = {
               "1 to 64 of letters, digits, '_', '-', '.'",
               "Crawl name: the prefix of every Redis key (crawld:<name>:...)."),
     IntKey(CRAWLD_CONF_FIELD(cluster, nodes), 1, 1024,
-           "Machines (crawld processes) in the crawl; each runs "
-           "workers.count workers, and the ring has nodes x workers."),
+           "Machines (crawld processes) the crawl starts with; each runs "
+           "workers.count workers. Nothing is fetched until this many are "
+           "up; after that nodes may leave and join while it runs, and the "
+           "ring has the workers of the live nodes."),
     IntKey(CRAWLD_CONF_FIELD(cluster, node_id), 0, 1023,
            "This machine's id in [0, nodes) (also --node-id); a restarted "
            "node must keep its id."),
@@ -616,6 +618,12 @@ constexpr Key kKeys[] = {
            "busiest of 10 workers within 10% of the mean. Every node of a "
            "crawl must use the same value; changing it moves hosts like a "
            "change of the worker count."),
+    IntKey(CRAWLD_CONF_FIELD(cluster, heartbeat_ttl_ms), 1000, 600000,
+           "Milliseconds a node's heartbeat lives in Redis: a node silent "
+           "this long is out of the crawl and its hosts go to the others. "
+           "A node stops fetching after three quarters of it without "
+           "reaching Redis. Every node of a crawl should use the same "
+           "value."),
 };
 
 #undef CRAWLD_CONF_FIELD

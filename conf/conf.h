@@ -227,6 +227,7 @@ struct ClusterConfig {
   int nodes = 1;                 // machines (crawld processes) in the crawl
   int node_id = 0;               // this machine, in [0, nodes)
   int virtual_nodes = 1024;      // ring points per worker
+  int heartbeat_ttl_ms = 10000;  // a node silent this long leaves the crawl
 
   bool operator==(const ClusterConfig&) const = default;
 };

@@ -2,6 +2,7 @@
 
 #include <uv.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -50,6 +51,7 @@ Peers::Peers(const Options& options,
       stats_(stats),
       log_(log) {
   overflow_.resize(static_cast<size_t>(options_.exchange_workers));
+  for (int w = 0; w < options_.workers; ++w) ring_workers_.push_back(w);
   exchange_->SetInbox([this](int, std::vector<cluster::UrlMessage>&& batch,
                              cluster::AckFn ack) {
     OnInbox(std::move(batch), std::move(ack));
@@ -167,6 +169,15 @@ void Peers::Admit(const cluster::UrlMessage& m) {
     pre_go_.push_back(m);
     return;
   }
+  if (m.seen_mark) {
+    const std::string host = HostOf(m.url);
+    if (!host.empty() && Owner(host) != options_.self) {
+      // Read from a gone worker's inbox (Adopt), or sent before the ring
+      // changed: the mark belongs to the host's owner now.
+      Send(Owner(host), m);
+      return;
+    }
+  }
   if (admit_) admit_(m);
 }
 
@@ -257,10 +268,50 @@ void Peers::Rebalance(frontier::Frontier* frontier,
   stats_->Count("rebalance_hosts_moved", hosts);
   log_->Write(Level::kInfo, "rebalanced",
               {{"from_workers", std::to_string(previous_workers)},
-               {"workers", std::to_string(options_.workers)},
+               {"workers", std::to_string(ring_workers_.size())},
+               {"epoch", std::to_string(ring_epoch_)},
                {"hosts_moved", std::to_string(hosts)},
                {"urls_moved", std::to_string(urls)},
                {"fetched_urls_sent", std::to_string(marks)}});
+}
+
+bool Peers::ApplyRing(int64_t epoch, std::vector<int> live,
+                      const std::vector<int>& gone) {
+  int top = live.back() + 1;
+  if (!gone.empty()) top = std::max(top, gone.back() + 1);
+  if (top > options_.exchange_workers) {
+    options_.exchange_workers = top;
+    overflow_.resize(static_cast<size_t>(top));
+  }
+  const bool joined = !std::includes(ring_workers_.begin(), ring_workers_.end(),
+                                     live.begin(), live.end());
+  ring_ = std::make_unique<cluster::Ring>(live, options_.ring);
+  ring_workers_ = std::move(live);
+  ring_epoch_ = epoch;
+  // The inboxes of the workers that left: everything ever sent to them is
+  // read again and routed to the hosts' new owners (their frontiers died
+  // with them); each is read by one worker of the ring.
+  std::vector<int> adopted;
+  std::string adopted_text;
+  for (int w : gone) {
+    if (cluster::AdopterOf(*ring_, w) != options_.self) continue;
+    adopted.push_back(w);
+    adopted_text += (adopted_text.empty() ? "" : ",") + std::to_string(w);
+  }
+  if (exchange_ != nullptr) exchange_->Adopt(adopted);
+  log_->Write(Level::kInfo, "ring",
+              {{"epoch", std::to_string(ring_epoch_)},
+               {"workers", std::to_string(ring_workers_.size())},
+               {"adopted", adopted_text}});
+  return joined;
+}
+
+void Peers::WhenCaughtUp(std::function<void()> fn) {
+  if (exchange_ == nullptr) {
+    fn();
+    return;
+  }
+  exchange_->WhenCaughtUp(std::move(fn));
 }
 
 // --- end

@@ -94,6 +94,19 @@ class Peers final : public Router {
                  const std::vector<std::string>& own_warc_paths,
                  int previous_workers);
 
+  // Cluster membership (docs/CLUSTER.md, "Membership"): the ring of the
+  // live workers of a new epoch. Adopts the inboxes of the gone workers
+  // this worker is the adopter of (their URLs are read again and routed to
+  // their hosts' new owners). Returns true if a worker joined, i.e. hosts
+  // may move away from this one (consistent hashing moves hosts only to
+  // workers that join). REQUIRES: `live` ascending, non-empty.
+  bool ApplyRing(int64_t epoch, std::vector<int> live,
+                 const std::vector<int>& gone);
+  [[nodiscard]] int64_t ring_epoch() const { return ring_epoch_; }
+  [[nodiscard]] size_t ring_size() const { return ring_workers_.size(); }
+  // Calls `fn` once the inbox holds everything sent before this call.
+  void WhenCaughtUp(std::function<void()> fn);
+
   // Flushes batches, and closes the exchange once the loop runs again (a
   // close may be called from inside an exchange callback). The outbox as
   // it was is kept for the exit checkpoint.
@@ -108,6 +121,8 @@ class Peers final : public Router {
 
   Options options_;
   std::unique_ptr<cluster::Ring> ring_;
+  std::vector<int> ring_workers_;  // the ring's workers, ascending
+  int64_t ring_epoch_ = 0;         // of the ring in force (0: the config's)
   std::unique_ptr<cluster::Exchange> exchange_;
   CrawlStats* stats_;
   EventLog* log_;

@@ -1,5 +1,6 @@
 // One crawl worker: builds the components from the config, wires them to
-// the loop (timers, signals, the supervisor's socket) and runs the crawl.
+// the loop (timers, signals) and runs the crawl. The supervisor's side of
+// it is daemon/worker_link.cc.
 // The way of one URL is daemon/crawl_path.cc; checkpoints and recovery
 // daemon/recovery.cc; the exchange daemon/peers.cc; the admin API
 // daemon/worker_api.cc.
@@ -13,33 +14,12 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cinttypes>
-#include <cstring>
 #include <filesystem>
 
-#include "checkpoint/checkpoint.h"
 #include "checkpoint/crawl_state.h"
 #include "cluster/cluster.h"
-#include "conf/overrides.h"
-#include "conf/rules.h"
-#include "conf/traps.h"
 #include "daemon/component_options.h"
-#include "daemon/crawl_path.h"
-#include "daemon/crawl_stats.h"
-#include "daemon/documents.h"
-#include "daemon/event_log.h"
-#include "daemon/hosts.h"
-#include "daemon/peers.h"
-#include "daemon/ports.h"
-#include "daemon/progress.h"
-#include "daemon/recovery.h"
-#include "daemon/worker_api.h"
-#include "dedupe/dedupe.h"
-#include "frontier/frontier.h"
-#include "frontier/ip_gate.h"
-#include "store/store.h"
-#include "url/url.h"
+#include "daemon/worker_impl.h"
 
 namespace crawld::daemon {
 
@@ -75,131 +55,19 @@ std::string HostOf(std::string_view url) {
   return u.ok() ? std::string(u->host()) : std::string();
 }
 
-// The seen test: in memory without checkpoints, else the LevelDB store.
-class Seen final : public SeenTest {
- public:
-  Seen(dedupe::SeenSet* memory, dedupe::UrlSeenStore* store, CrawlStats* stats,
-       EventLog* log)
-      : memory_(memory), store_(store), stats_(stats), log_(log) {}
-  bool InsertIfNew(std::string_view host_key, uint64_t fp) override {
-    if (store_ == nullptr) return memory_->InsertIfNew(fp);
-    Result<bool> r =
-        store_->InsertIfNew(XXH3_64bits(host_key.data(), host_key.size()), fp);
-    if (r.ok()) return *r;
-    // Better a URL fetched twice than one lost: an unreadable store says new.
-    stats_->Count("seen_store_error");
-    log_->Write(Level::kError, "seen_store_error",
-                {{"error", r.status().ToString()}});
-    return true;
-  }
-
- private:
-  dedupe::SeenSet* memory_;
-  dedupe::UrlSeenStore* store_;
-  CrawlStats* stats_;
-  EventLog* log_;
-};
-
 }  // namespace
 
-class Worker::Impl final : public WorkerControl {
- public:
-  explicit Impl(const WorkerOptions& options);
-  ~Impl() override;
-
-  Status Init();
-  Result<CrawlSummary> Run();
-
-  // WorkerControl (the admin API).
-  std::string StateName() const override;
-  void Pause() override;
-  void Resume() override;
-  void Stop(const std::string& reason) override { RequestStop(reason); }
-  Status ReloadRules() override { return LoadRules(false); }
-  const conf::RuleSet& rules() const override { return *rules_; }
-  const conf::Overrides& overrides() const override { return *overrides_; }
-  int64_t uptime_us() const override {
-    return clock_.MonotonicUs() - start_us_;
-  }
-  void Pump() override;
-
- private:
-  Status OpenState(const std::string& worker_dir);
-  Status OpenFrontier(const std::string& worker_dir);
-  Status OpenNetwork();
-  Status OpenPeers(const std::string& worker_dir);
-  void BuildPath();
-  Status LoadRules(bool initial);
-  void EnqueueSeeds();
-  void StartTimers();
-  void AfterPump();
-  bool Accepting() const;
-  bool Idle() const;
-  void RequestStop(const std::string& reason);
-  void MaybeFinish();
-  void CloseAll();
-  void Progress(bool final_line);
-  void CleanUpDrained();
-  // The supervisor's socket (docs/CLUSTER.md, "Worker processes").
-  Status StartControl();
-  void OnControlLine(std::string_view line);
-  void Report();
-
-  WorkerOptions options_;
-  const conf::Config& config_;
-  uv_loop_t loop_{};
-  bool handles_open_ = false;
-  uv_timer_t progress_timer_{};
-  uv_timer_t checkpoint_timer_{};
-  bool checkpoint_timer_open_ = false;
-  uv_signal_t sigint_{}, sigterm_{}, sighup_{};
-
-  SystemClock clock_;
-  EventLog log_;
-  CrawlStats stats_;
-  ProgressLine progress_;
-  url::Canonicalizer canonicalizer_;
-  conf::TrapGuard traps_;
-  frontier::IpGate ip_gate_;
-  std::unique_ptr<conf::RuleSet> rules_;
-  std::unique_ptr<conf::Overrides> overrides_;
-  std::unique_ptr<checkpoint::Store> state_;
-  std::unique_ptr<dedupe::UrlSeenStore> seen_store_;
-  std::unique_ptr<dedupe::SeenSet> seen_memory_;
-  std::unique_ptr<Seen> seen_;
-  std::unique_ptr<frontier::Frontier> frontier_;
-  std::unique_ptr<ResolverPort> resolve_;
-  std::unique_ptr<FetcherPort> fetch_;
-  std::unique_ptr<UvWorkPool> pool_;
-  std::unique_ptr<UvWaker> waker_;
-  std::unique_ptr<store::WarcWriter> warc_;
-  std::unique_ptr<HostTable> hosts_;
-  std::unique_ptr<Documents> documents_;
-  std::unique_ptr<Peers> peers_;
-  std::unique_ptr<CrawlPath> path_;
-  std::unique_ptr<Recovery> recovery_;
-  std::unique_ptr<WorkerApi> api_;
-  Histogram* fetch_seconds_ = nullptr;
-
-  bool resumed_ = false;
-  int previous_workers_ = 1;  // the worker count of the checkpoint
-  // This worker is not on the ring any more: it hands over everything it
-  // holds, then stops ("drained") and deletes its state.
-  bool drainer_ = false;
-  bool paused_ = false;  // by the API: no new fetches start
-  bool stopping_ = false;
-  bool finished_ = false;
-  std::string stop_reason_;
-  int64_t start_us_ = 0;
-
-  // The supervisor's socket.
-  uv_pipe_t control_{};
-  bool control_open_ = false;
-  std::string control_buf_;
-  char control_chunk_[4096];
-  uv_timer_t report_timer_{};
-  bool ready_ = false;  // handover done and acknowledged
-};
+bool WorkerSeen::InsertIfNew(std::string_view host_key, uint64_t fp) {
+  if (store_ == nullptr) return memory_->InsertIfNew(fp);
+  Result<bool> r =
+      store_->InsertIfNew(XXH3_64bits(host_key.data(), host_key.size()), fp);
+  if (r.ok()) return *r;
+  // Better a URL fetched twice than one lost: an unreadable store says new.
+  stats_->Count("seen_store_error");
+  log_->Write(Level::kError, "seen_store_error",
+              {{"error", r.status().ToString()}});
+  return true;
+}
 
 Worker::Impl::Impl(const WorkerOptions& options)
     : options_(options),
@@ -359,8 +227,8 @@ Status Worker::Impl::OpenFrontier(const std::string& wdir) {
     seen_memory_ =
         std::make_unique<dedupe::SeenSet>(SeenOptions(config_, std::string()));
   }
-  seen_ = std::make_unique<Seen>(seen_memory_.get(), seen_store_.get(), &stats_,
-                                 &log_);
+  seen_ = std::make_unique<WorkerSeen>(seen_memory_.get(), seen_store_.get(),
+                                       &stats_, &log_);
   return Status::Ok();
 }
 
@@ -390,7 +258,9 @@ Status Worker::Impl::OpenNetwork() {
 Status Worker::Impl::OpenPeers(const std::string& wdir) {
   const int exchange_workers =
       std::max({options_.workers, previous_workers_, options_.worker_id + 1});
-  if (exchange_workers <= 1) return Status::Ok();
+  if (exchange_workers <= 1 && config_.cluster.redis.empty()) {
+    return Status::Ok();
+  }
   Result<std::unique_ptr<cluster::Exchange>> ex =
       Status::Internal("no exchange");
   if (config_.cluster.redis.empty()) {
@@ -406,7 +276,12 @@ Status Worker::Impl::OpenPeers(const std::string& wdir) {
     ro.port = addr.port;
     ro.crawl = config_.cluster.name;
     ro.exchange.self = options_.worker_id;
-    ro.exchange.workers = exchange_workers;
+    // Nodes may join while the crawl runs: any worker id can become a
+    // destination (the exchange makes one on first use).
+    ro.exchange.workers = cluster::kMaxWorkers;
+    // Should this node leave the crawl, the others read everything ever
+    // sent to it again (docs/CLUSTER.md, "A node lost").
+    ro.retain_acked = true;
     // Only this worker reads its inbox: pending entries idle this long
     // belong to a dead incarnation of it (a crash), so take them back
     // soon after a restart.
@@ -702,6 +577,7 @@ bool Worker::Impl::Accepting() const {
 
 void Worker::Impl::AfterPump() {
   if (finished_) return;
+  CheckLease();
   if (!stopping_ && config_.crawl.max_pages > 0 &&
       stats_.pages >= config_.crawl.max_pages && path_->active() == 0) {
     RequestStop("max_pages");
@@ -795,84 +671,6 @@ void Worker::Impl::Progress(bool final_line) {
   f.active = path_->active();
   progress_.Print(stats_, f, clock_.MonotonicUs(), start_us_, final_line);
   log_.Flush();
-}
-
-// --- the supervisor's socket
-// --------------------------------------------------
-
-Status Worker::Impl::StartControl() {
-  uv_pipe_init(&loop_, &control_, 0);
-  if (int rc = uv_pipe_open(&control_, options_.control_fd); rc != 0) {
-    uv_close(reinterpret_cast<uv_handle_t*>(&control_), nullptr);
-    return Status::Internal(std::string("control socket: ") + uv_strerror(rc));
-  }
-  control_.data = this;
-  uv_timer_init(&loop_, &report_timer_);
-  report_timer_.data = this;
-  control_open_ = true;
-  uv_read_start(
-      reinterpret_cast<uv_stream_t*>(&control_),
-      [](uv_handle_t* h, size_t, uv_buf_t* buf) {
-        // One read at a time per handle: the chunk is free.
-        Impl* self = static_cast<Impl*>(h->data);
-        buf->base = self->control_chunk_;
-        buf->len = sizeof(self->control_chunk_);
-      },
-      [](uv_stream_t* stream, ssize_t n, const uv_buf_t* buf) {
-        Impl* self = static_cast<Impl*>(stream->data);
-        if (n < 0) {
-          // The supervisor is gone: stop cleanly, checkpointed.
-          uv_read_stop(stream);
-          self->RequestStop("signal (supervisor gone)");
-          return;
-        }
-        self->control_buf_.append(buf->base, static_cast<size_t>(n));
-        size_t nl;
-        while ((nl = self->control_buf_.find('\n')) != std::string::npos) {
-          std::string line = self->control_buf_.substr(0, nl);
-          self->control_buf_.erase(0, nl + 1);
-          self->OnControlLine(line);
-          if (!self->control_open_) return;
-        }
-      });
-  uv_timer_start(
-      &report_timer_,
-      [](uv_timer_t* t) { static_cast<Impl*>(t->data)->Report(); }, 200, 200);
-  return Status::Ok();
-}
-
-void Worker::Impl::OnControlLine(std::string_view line) {
-  if (line == "go") {
-    if (peers_ != nullptr && !peers_->go()) {
-      peers_->Go();
-      EnqueueSeeds();
-      Pump();
-    }
-  } else if (line.rfind("stop ", 0) == 0) {
-    RequestStop(std::string(line.substr(5)));
-  }
-}
-
-void Worker::Impl::Report() {
-  if (!control_open_) return;
-  if (!ready_) ready_ = peers_ == nullptr || peers_->Drained();
-  const cluster::ExchangeStats ex =
-      peers_ != nullptr ? peers_->stats() : cluster::ExchangeStats();
-  char line[512];
-  const int n = snprintf(
-      line, sizeof(line),
-      "{\"worker\":%d,\"ready\":%s,\"idle\":%s,\"pages\":%" PRIu64
-      ",\"bytes\":%" PRIu64
-      ",\"queued\":%zu,\"active\":%zu,\"hosts\":%zu"
-      ",\"sent\":%" PRIu64 ",\"received\":%" PRIu64 ",\"overflow\":%zu}\n",
-      options_.worker_id, ready_ ? "true" : "false", Idle() ? "true" : "false",
-      stats_.pages, stats_.bytes, frontier_->queued(), path_->active(),
-      frontier_->hosts(), ex.urls_sent, ex.urls_received,
-      peers_ != nullptr ? peers_->overflow_urls() : size_t{0});
-  if (n <= 0) return;
-  uv_buf_t buf = uv_buf_init(line, static_cast<unsigned>(n));
-  // A report that does not fit now is skipped: the next one is 200 ms away.
-  (void)uv_try_write(reinterpret_cast<uv_stream_t*>(&control_), &buf, 1);
 }
 
 Worker::Worker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

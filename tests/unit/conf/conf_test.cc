@@ -240,7 +240,7 @@ TEST(CrawldConf, ConfigMdDocumentsEveryKey) {
 
 TEST(CrawldConf, SchemaDescribesEveryKeyOnce) {
   std::vector<KeyInfo> schema = Schema();
-  EXPECT_EQ(schema.size(), 83u);
+  EXPECT_EQ(schema.size(), 85u);
   std::set<std::string> names;
   for (const KeyInfo& k : schema) {
     EXPECT_TRUE(
@@ -436,7 +436,7 @@ TEST(CrawldConf, EveryNumericKeyEnforcesItsRange) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 48);
+  EXPECT_EQ(checked, 50);
 }
 
 TEST(CrawldConf, FloatKeysRejectNanAndInfinity) {
