@@ -62,6 +62,7 @@
 #include <string_view>
 #include <vector>
 
+#include "parser/sniff.h"  // IWYU pragma: export
 #include "url/url.h"
 
 namespace crawld::parser {
