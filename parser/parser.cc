@@ -329,6 +329,8 @@ Extractor::Extractor(const Options& options) : options_(options) {
   options_.max_links = std::clamp<size_t>(options_.max_links, 1, 10'000'000);
   options_.max_nesting_depth =
       std::clamp<size_t>(options_.max_nesting_depth, 16, 100'000);
+  options_.max_elements =
+      std::clamp<size_t>(options_.max_elements, 1'000, 10'000'000);
   options_.max_attributes_per_element =
       std::clamp<size_t>(options_.max_attributes_per_element, 16, 100'000);
   // Enough to keep the tree of an ordinary large page between parses; a
@@ -608,6 +610,7 @@ void Extractor::ExtractInto(std::string_view body,
   internal::PrescanLimits limits;
   limits.max_attributes = options_.max_attributes_per_element;
   limits.max_depth = options_.max_nesting_depth;
+  limits.max_elements = options_.max_elements;
   limits.scripting = options_.scripting;
   internal::NoscriptDecisions decisions;
   internal::Prescan pre;
@@ -615,10 +618,11 @@ void Extractor::ExtractInto(std::string_view body,
   Walked walked;
   // Where the pre-pass guessed wrong which <noscript> tags the tree builder
   // sees (inside <select>, foreign content, a frameset), Gumbo's tree says
-  // so, and the pass runs again with its decisions forced. Each round fixes
-  // at least one decision; a page that has not settled after a few rounds
-  // keeps the last parse.
-  constexpr int kMaxNoscriptRounds = 4;
+  // so, and the pass runs again with its decisions forced. One more parse
+  // settles nearly every page; a second is allowed on pages up to 1 MiB,
+  // so that the worst case stays within about three small parses or two
+  // large ones. A page still unsettled keeps the last parse (counted).
+  const int max_rounds = decoded.html.size() <= (size_t{1} << 20) ? 3 : 2;
   ArenaRewind rewind(arena_.get());
   for (int round = 0;; ++round) {
     internal::RunPrescan(decoded.html, limits, decisions, &rewritten, &pre);
@@ -641,7 +645,7 @@ void Extractor::ExtractInto(std::string_view body,
         walked.confirmed.size() == pre.noscript_in.size()) {
       break;
     }
-    if (round + 1 >= kMaxNoscriptRounds) {
+    if (round + 1 >= max_rounds) {
       page->cuts.noscript_unsettled = true;
       break;
     }
@@ -654,6 +658,10 @@ void Extractor::ExtractInto(std::string_view body,
     decisions.raw.erase(std::unique(decisions.raw.begin(), decisions.raw.end()),
                         decisions.raw.end());
     arena_->Reset();
+  }
+  if (pre.elements_cut) {
+    page->cuts.elements_cut = true;
+    page->truncated = true;
   }
   page->cuts.attributes_dropped = pre.attributes_dropped;
   page->cuts.elements_flattened = pre.elements_flattened;

@@ -33,7 +33,8 @@
 // max_attributes_per_element attributes per element (the ones the parser
 // reads are always kept) and flattens grouping elements (div, span, b, ...)
 // nested deeper than max_nesting_depth: their content stays, one level up,
-// so no link is lost to depth. Bytes past max_parse_bytes are not parsed.
+// so no link is lost to depth. Bytes past max_parse_bytes, and elements
+// past max_elements, are not parsed.
 //
 // Deliberate deviations (tests carry the Crawld prefix):
 //  - Encoding sniffing order: BOM (it wins over the HTTP header, as in the
@@ -94,10 +95,17 @@ struct Options {
   // Estimated depth of open elements past which grouping elements are
   // flattened (see the file comment). Clamped to [16, 100'000].
   size_t max_nesting_depth = 512;
+  // Start tags and comments parsed: the document is cut before the next
+  // one (Gumbo costs microseconds per node; a real page has a few
+  // thousand).
+  // Clamped to [1'000, 10'000'000].
+  size_t max_elements = 100000;
   // Attributes kept on one element (Gumbo's duplicate check is quadratic);
   // past it only the first of each attribute the parser reads (href, rel,
-  // src, name, content, ...) stays. Clamped to [16, 100'000].
-  size_t max_attributes_per_element = 256;
+  // src, name, content, ...) stays. Gumbo's cost is elements x this
+  // squared: 256 made a 4 MiB page of such elements cost 3 s. Clamped to
+  // [16, 100'000].
+  size_t max_attributes_per_element = 32;
 };
 
 enum class LinkKind {
@@ -131,6 +139,8 @@ struct Link {
 struct ParseCuts {
   // Bytes past max_parse_bytes were not parsed.
   bool bytes_cut = false;
+  // The document was cut at max_elements start tags.
+  bool elements_cut = false;
   // Attributes dropped past max_attributes_per_element (and the attributes
   // of end tags, which the tree builder ignores anyway).
   size_t attributes_dropped = 0;
@@ -144,8 +154,8 @@ struct ParseCuts {
   bool noscript_unsettled = false;
 
   bool any() const {
-    return bytes_cut || attributes_dropped > 0 || elements_flattened > 0 ||
-           links_dropped > 0 || noscript_unsettled;
+    return bytes_cut || elements_cut || attributes_dropped > 0 ||
+           elements_flattened > 0 || links_dropped > 0 || noscript_unsettled;
   }
 };
 
@@ -181,7 +191,8 @@ struct Page {
   // WHATWG name of the encoding used to decode, e.g. "utf-8",
   // "windows-1252", "shift_jis".
   std::string charset;
-  // The document was cut: longer than max_parse_bytes (cuts.bytes_cut).
+  // The document was cut: longer than max_parse_bytes or max_elements
+  // (cuts.bytes_cut, cuts.elements_cut).
   bool truncated = false;
   // What the bounds changed (counted by the worker).
   ParseCuts cuts;

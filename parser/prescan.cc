@@ -297,10 +297,15 @@ class Scanner {
       i = static_cast<size_t>(static_cast<const char*>(lt) - s_.data());
       if (i + 1 >= n) break;
       const char c = s_[i + 1];
-      if (c == '!') {
-        i = SkipMarkupDeclaration(i);
-      } else if (c == '?') {
-        i = SkipTo(i + 2, ">");
+      if (c == '!' || c == '?') {
+        // Comments are nodes too: they count against max_elements.
+        if (elements_ >= limits_.max_elements) {
+          w_.Replace(i, n, "", &out_->segments);
+          out_->elements_cut = true;
+          break;
+        }
+        ++elements_;
+        i = c == '!' ? SkipMarkupDeclaration(i) : SkipTo(i + 2, ">");
       } else if (c == '/') {
         if (i + 2 >= n) break;
         if (ascii::IsAlpha(s_[i + 2])) {
@@ -311,6 +316,11 @@ class Scanner {
           i = SkipTo(i + 2, ">");
         }
       } else if (ascii::IsAlpha(c)) {
+        if (elements_ >= limits_.max_elements) {
+          w_.Replace(i, n, "", &out_->segments);
+          out_->elements_cut = true;
+          break;
+        }
         i = StartTag(i);
       } else {
         ++i;
@@ -328,12 +338,17 @@ class Scanner {
 
   size_t SkipMarkupDeclaration(size_t i) {
     if (s_.compare(i, 4, "<!--") == 0) {
-      // Abrupt endings "<!-->" and "<!--->" are the "-->" found from i+2.
-      size_t a = s_.find("-->", i + 2);
-      size_t b = s_.find("--!>", i + 4);
-      if (a == kNpos && b == kNpos) return s_.size();
-      if (b == kNpos || (a != kNpos && a < b)) return a + 3;
-      return b + 4;
+      // Abrupt endings "<!-->" and "<!--->", then the first "-->" or
+      // "--!>" (one scan: searching for each separately is quadratic on a
+      // page of comments).
+      if (s_.compare(i + 4, 1, ">") == 0) return i + 5;
+      if (s_.compare(i + 4, 2, "->") == 0) return i + 6;
+      for (size_t d = s_.find("--", i + 4); d != kNpos;
+           d = s_.find("--", d + 1)) {
+        if (s_.compare(d + 2, 1, ">") == 0) return d + 3;
+        if (s_.compare(d + 2, 2, "!>") == 0) return d + 4;
+      }
+      return s_.size();
     }
     if (s_.compare(i + 2, 7, "[CDATA[") == 0) {
       if (InForeign()) return SkipTo(i + 9, "]]>");
@@ -577,7 +592,7 @@ class Scanner {
 
   size_t EndTag(size_t i) {
     const size_t end = Tokenize(i, true);
-    if (end == kNpos) return s_.size();
+    if (end == kNpos) return EofInTag(i);
     if (InForeign() && (name_ == "br" || name_ == "p")) {
       // "Parsing tokens in foreign content": these end tags leave foreign
       // content first (a later change than Gumbo). A <br> start tag does
@@ -704,9 +719,17 @@ class Scanner {
     return false;
   }
 
+  // A tag the input ends in is never emitted (HTML: "eof-in-tag"), but
+  // Gumbo would still tokenize its attributes, quadratically: cut it.
+  size_t EofInTag(size_t i) {
+    w_.Replace(i, s_.size(), "", &out_->segments);
+    return s_.size();
+  }
+
   size_t StartTag(size_t i) {
     const size_t end = Tokenize(i, false);
-    if (end == kNpos) return s_.size();
+    if (end == kNpos) return EofInTag(i);
+    ++elements_;
     FixTagName(!InForeign());
     const uint32_t id = NameId(name_);
     const bool forced_noscript =
@@ -764,6 +787,7 @@ class Scanner {
 
   void Flatten(size_t i, size_t end, uint32_t id, uint8_t flags) {
     name_fix_pending_ = false;
+    --elements_;  // not handed on
     w_.Replace(i, end, "", &out_->segments);
     ++out_->elements_flattened;
     Push(id, static_cast<uint8_t>(flags | kDropped));
@@ -921,6 +945,7 @@ class Scanner {
   std::string repeated_;
   std::vector<Entry> stack_;
   std::vector<size_t> kept_;  // indices of stack_ entries not flattened
+  size_t elements_ = 0;       // start tags handed on (not flattened)
 };
 
 }  // namespace
@@ -940,6 +965,7 @@ void RunPrescan(std::string_view html, const PrescanLimits& limits,
                 Prescan* out) {
   out->attributes_dropped = 0;
   out->elements_flattened = 0;
+  out->elements_cut = false;
   out->noscript_in.clear();
   out->noscript_out.clear();
   out->segments.clear();

@@ -23,6 +23,9 @@
 //    duplicates in quadratic time), except the first of each name the
 //    parser or the tree builder reads (href, rel, src, ...); all attributes
 //    of end tags (the tree builder ignores them).
+//  - everything from the start tag past Limits::max_elements on (Gumbo
+//    costs a few microseconds per element: a flat page of millions of tiny
+//    elements would take seconds).
 //  - start tags that would take the estimated depth past Limits::max_depth
 //    (and their end tags), for elements that only group their content
 //    (div, span, b, ul, custom elements, plain SVG/MathML elements, ...):
@@ -47,6 +50,8 @@ struct PrescanLimits {
   size_t max_attributes = 256;
   // Estimated open elements beyond which grouping elements are flattened.
   size_t max_depth = 512;
+  // Start tags handed to Gumbo; the document is cut before the next one.
+  size_t max_elements = 100000;
   // <noscript> content is raw text (a browser with scripting enabled).
   bool scripting = true;
 };
@@ -64,6 +69,8 @@ struct Prescan {
   std::string_view html;
   size_t attributes_dropped = 0;
   size_t elements_flattened = 0;
+  // The document was cut at Limits::max_elements start tags.
+  bool elements_cut = false;
   // Input offsets of the <noscript> start tags made raw text, and the
   // output offsets of the "<noframes>" that replaced each.
   std::vector<size_t> noscript_in;
