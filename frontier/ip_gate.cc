@@ -24,6 +24,26 @@ void IpGate::Start(Address& a, std::function<void()> start) {
   start();  // may call Leave() synchronously (e.g. an immediate failure)
 }
 
+bool IpGate::TakeShared(const std::string& ip, Address& a, int64_t now_us) {
+  if (options_.shared == nullptr) return true;
+  const SharedIpSlots::Attempt got = options_.shared->TryAcquire(ip, now_us);
+  if (got.acquired) return true;
+  // Never in the past: RunReady must make progress past `now_us`.
+  a.next_us = std::max(got.retry_us, now_us + 1);
+  return false;
+}
+
+void IpGate::Trim(int64_t now_us) {
+  while (!idle_.empty() && idle_.top().first <= now_us) {
+    auto it = addresses_.find(idle_.top().second);
+    idle_.pop();
+    if (it != addresses_.end() && !it->second.busy &&
+        it->second.waiters.empty() && it->second.next_us <= now_us) {
+      addresses_.erase(it);
+    }
+  }
+}
+
 void IpGate::Enter(const std::string& ip, int64_t now_us,
                    std::function<void()> start) {
   if (!options_.enabled || ip.empty()) {
@@ -31,7 +51,8 @@ void IpGate::Enter(const std::string& ip, int64_t now_us,
     return;
   }
   Address& a = addresses_[ip];
-  if (!a.busy && a.waiters.empty() && a.next_us <= now_us) {
+  if (!a.busy && a.waiters.empty() && a.next_us <= now_us &&
+      TakeShared(ip, a, now_us)) {
     Start(a, std::move(start));
     return;
   }
@@ -51,16 +72,23 @@ void IpGate::Leave(const std::string& ip, int64_t now_us, int64_t response_us) {
   a.next_us =
       now_us + SuccessDelayUs(options_.min_delay_us, options_.delay_factor,
                               response_us, options_.max_delay_us);
+  if (options_.shared != nullptr) {
+    options_.shared->Release(ip, now_us, a.next_us);
+  }
   if (!a.waiters.empty()) {
     due_.emplace(a.next_us, ip);
   } else if (a.next_us <= now_us) {
     // Nothing remembers this address: forget it, so the map holds only
     // addresses in use or still inside their gap.
     addresses_.erase(it);
+  } else {
+    idle_.emplace(a.next_us, ip);
   }
+  Trim(now_us);
 }
 
 int64_t IpGate::RunReady(int64_t now_us) {
+  Trim(now_us);
   while (!due_.empty()) {
     auto [when, ip] = due_.top();
     auto it = addresses_.find(ip);
@@ -72,6 +100,10 @@ int64_t IpGate::RunReady(int64_t now_us) {
     if (when > now_us) return when;
     due_.pop();
     Address& a = it->second;
+    if (!TakeShared(ip, a, now_us)) {
+      due_.emplace(a.next_us, ip);  // held elsewhere: due again later
+      continue;
+    }
     std::function<void()> start = std::move(a.waiters.front());
     a.waiters.pop_front();
     --waiting_;
