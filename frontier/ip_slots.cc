@@ -59,8 +59,9 @@ struct IpSlotTable::Slot {
   uint32_t turn_nonce;  // 0: no turn reserved
   int64_t turn_until_us;
   int64_t permit_until_us;
-  int64_t ask_until_us;  // a process asks for the permit until then
-  int64_t ask_retry_us;  // nobody asks before then
+  int64_t ask_until_us;     // a process asks for the permit until then
+  int64_t ask_retry_us;     // nobody asks before then
+  int64_t permit_floor_us;  // the last give-back: older answers are stale
 };
 
 struct alignas(64) IpSlotTable::Bucket {
@@ -345,6 +346,7 @@ IpSlotTable::Slot* IpSlotTable::Find(Bucket& b, const Key& key, int64_t now_us,
   s.permit_until_us = kNever;
   s.ask_until_us = kNever;
   s.ask_retry_us = kNever;
+  s.permit_floor_us = kNever;
   return &s;
 }
 
@@ -375,6 +377,7 @@ void IpSlotTable::Reclaim(Slot& s, int64_t now_us) {
     // that the next process here asks again (and is told to give it back).
     s.yield = 0;
     s.permit_until_us = kNever;
+    s.permit_floor_us = now_us;
   }
   s.next_us =
       std::max(s.next_us, SaturatingAdd(now_us, options_.reclaim_gap_us));
@@ -479,7 +482,8 @@ SharedIpSlots::Attempt IpSlotTable::TryAcquire(std::string_view ip,
 
 IpSlotTable::SlotRelease IpSlotTable::ReleaseSlot(std::string_view ip,
                                                   int64_t now_us,
-                                                  int64_t next_us) {
+                                                  int64_t next_us,
+                                                  const PermitRule& rule) {
   const Key key = KeyOf(ip);
   Bucket& b = BucketFor(key);
   SlotRelease out;
@@ -498,22 +502,28 @@ IpSlotTable::SlotRelease IpSlotTable::ReleaseSlot(std::string_view ip,
   }
   if (s->yield == 1) {
     out.give_back = true;
-    s->yield = 0;
-    s->permit_until_us = kNever;
+    GiveBack(*s, now_us, rule);
   }
   out.permit_until_us = s->permit_until_us;
   out.next_us = s->next_us;
   return out;
 }
 
+void IpSlotTable::GiveBack(Slot& s, int64_t now_us, const PermitRule& rule) {
+  s.yield = 0;
+  s.permit_until_us = kNever;
+  s.permit_floor_us = now_us;
+  s.ask_until_us = SaturatingAdd(now_us, rule.ask_timeout_us);
+}
+
 void IpSlotTable::Release(std::string_view ip, int64_t now_us,
                           int64_t next_us) {
-  (void)ReleaseSlot(ip, now_us, next_us);
+  (void)ReleaseSlot(ip, now_us, next_us, PermitRule{});
 }
 
 bool IpSlotTable::GrantPermit(std::string_view ip, int64_t now_us,
-                              int64_t until_us, bool contended,
-                              int64_t* next_us) {
+                              int64_t sent_us, int64_t until_us, bool contended,
+                              const PermitRule& rule, int64_t* next_us) {
   const Key key = KeyOf(ip);
   Bucket& b = BucketFor(key);
   Locked lock(this, b, now_us);
@@ -525,6 +535,7 @@ bool IpSlotTable::GrantPermit(std::string_view ip, int64_t now_us,
     *next_us = now_us;
     return contended;
   }
+  if (sent_us < s->permit_floor_us) return false;  // overtaken by a give-back
   s->ask_until_us = kNever;
   if (!contended) {
     s->permit_until_us = std::max(s->permit_until_us, until_us);
@@ -537,21 +548,35 @@ bool IpSlotTable::GrantPermit(std::string_view ip, int64_t now_us,
     s->yield = 1;
     return false;
   }
-  s->permit_until_us = kNever;
+  GiveBack(*s, now_us, rule);
   *next_us = std::max(s->next_us, now_us);
   return true;
 }
 
 void IpSlotTable::DenyPermit(std::string_view ip, int64_t now_us,
-                             int64_t retry_us) {
+                             int64_t sent_us, int64_t retry_us) {
   const Key key = KeyOf(ip);
   Bucket& b = BucketFor(key);
   Locked lock(this, b, now_us);
   Slot* s = Find(b, key, now_us, /*claim=*/true);
   if (s == nullptr) return;
+  // Stale: the give-back forgot the permit already, and its wait is the
+  // give-back's own, ended by EndQuestion.
+  if (sent_us < s->permit_floor_us) return;
   s->ask_until_us = kNever;
   s->permit_until_us = kNever;
   s->yield = 0;
+  s->ask_retry_us = std::max(s->ask_retry_us, retry_us);
+}
+
+void IpSlotTable::EndQuestion(std::string_view ip, int64_t now_us,
+                              int64_t retry_us) {
+  const Key key = KeyOf(ip);
+  Bucket& b = BucketFor(key);
+  Locked lock(this, b, now_us);
+  Slot* s = Find(b, key, now_us, /*claim=*/false);
+  if (s == nullptr) return;  // taken over by another address: nothing waits
+  s->ask_until_us = kNever;
   s->ask_retry_us = std::max(s->ask_retry_us, retry_us);
 }
 

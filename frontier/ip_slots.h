@@ -143,25 +143,38 @@ class IpSlotTable final : public SharedIpSlots {
   struct SlotRelease {
     bool released = false;  // the caller held the address
     // The permit must be given back now (it was contended, see
-    // GrantPermit); the slot forgot it.
+    // GrantPermit); the slot forgot it and counts the give-back as a
+    // question pending (nobody here asks before the caller's EndQuestion),
+    // so that no question can overtake the give-back on its way.
     bool give_back = false;
     int64_t permit_until_us = 0;
     int64_t next_us = 0;  // the address's next-allowed time
   };
-  // Release, telling what became of the permit.
-  SlotRelease ReleaseSlot(std::string_view ip, int64_t now_us, int64_t next_us);
+  // Release, telling what became of the permit. `rule`: as for Acquire.
+  SlotRelease ReleaseSlot(std::string_view ip, int64_t now_us, int64_t next_us,
+                          const PermitRule& rule);
 
-  // An answer to a question (kAsk), or a renewal: the permit holds until
-  // `until_us`. `contended`: someone outside waits for it, so the machine
-  // stops starting requests on the address and gives the permit back after
-  // the one in flight: returns true when nothing is in flight, and the
-  // caller gives it back now (*next_us: the address's next-allowed time);
-  // otherwise the holder's ReleaseSlot says give_back.
-  bool GrantPermit(std::string_view ip, int64_t now_us, int64_t until_us,
-                   bool contended, int64_t* next_us);
-  // An answer "not yours": forget any permit; nobody on this machine asks
-  // again before `retry_us`.
-  void DenyPermit(std::string_view ip, int64_t now_us, int64_t retry_us);
+  // An answer to a question (kAsk) or a renewal sent at `sent_us`: the
+  // permit holds until `until_us`. An answer sent before the permit's last
+  // give-back is stale and ignored. `contended`: someone outside waits for
+  // it, so the machine stops starting requests on the address and gives the
+  // permit back after the one in flight: returns true when nothing is in
+  // flight, and the caller gives it back now (*next_us: the address's
+  // next-allowed time) and calls EndQuestion once that is done; otherwise
+  // the holder's ReleaseSlot says give_back.
+  bool GrantPermit(std::string_view ip, int64_t now_us, int64_t sent_us,
+                   int64_t until_us, bool contended, const PermitRule& rule,
+                   int64_t* next_us);
+  // An answer "not yours" (or none) to a question or renewal sent at
+  // `sent_us`: forget any permit; nobody on this machine asks again before
+  // `retry_us`. An answer sent before the permit's last give-back is stale
+  // and ignored: it must not end the give-back's wait (a question sent then
+  // could reach the outside before the give-back does).
+  void DenyPermit(std::string_view ip, int64_t now_us, int64_t sent_us,
+                  int64_t retry_us);
+  // A give-back is done (or failed; the permit runs out by itself): asking
+  // is open again from `retry_us`.
+  void EndQuestion(std::string_view ip, int64_t now_us, int64_t retry_us);
 
   // --- Introspection.
 
@@ -210,6 +223,9 @@ class IpSlotTable final : public SharedIpSlots {
   // Reserves the address's next turn for this handle until `until_us`,
   // unless another process's turn is still on.
   void ReserveTurn(Slot& s, int64_t now_us, int64_t until_us);
+  // Forgets the permit, which the caller gives back; a question is pending
+  // until its EndQuestion.
+  void GiveBack(Slot& s, int64_t now_us, const PermitRule& rule);
 
   Options options_;
   void* base_;

@@ -103,8 +103,8 @@ TEST(IpSlots, ReleaseByANonHolderIsIgnored) {
   b->Release("10.0.0.1", 10, 10);
   b->Release("10.9.9.9", 10, 10);
   EXPECT_FALSE(b->TryAcquire("10.0.0.1", 20).acquired);
-  EXPECT_FALSE(b->ReleaseSlot("10.0.0.1", 20, 20).released);
-  EXPECT_TRUE(a->ReleaseSlot("10.0.0.1", 30, 30).released);
+  EXPECT_FALSE(b->ReleaseSlot("10.0.0.1", 20, 20, {}).released);
+  EXPECT_TRUE(a->ReleaseSlot("10.0.0.1", 30, 30, {}).released);
 }
 
 TEST(IpSlots, OneAddressInTwoSpellingsIsOneSlot) {
@@ -219,7 +219,7 @@ TEST(IpSlotsPermit, AnAddressWithoutPermitIsAskedForOnce) {
   // a asks; b does not ask again meanwhile.
   EXPECT_EQ(b->Acquire("ip", 10, &rule).verdict, Verdict::kPermitWait);
   int64_t next = 0;
-  EXPECT_FALSE(a->GrantPermit("ip", 20, 100'000, false, &next));
+  EXPECT_FALSE(a->GrantPermit("ip", 20, 0, 100'000, false, rule, &next));
   // Either process may use the permit now.
   auto got = b->Acquire("ip", 30, &rule);
   EXPECT_EQ(got.verdict, Verdict::kAcquired);
@@ -237,7 +237,7 @@ TEST(IpSlotsPermit, ADeniedPermitIsNotAskedForBeforeItsRetry) {
   auto a = MustCreate(dir.File("ip-slots"), Opts());
   IpSlotTable::PermitRule rule;
   ASSERT_EQ(a->Acquire("ip", 0, &rule).verdict, Verdict::kAsk);
-  a->DenyPermit("ip", 10, 5000);
+  a->DenyPermit("ip", 10, 0, 5000);
   auto wait = a->Acquire("ip", 20, &rule);
   EXPECT_EQ(wait.verdict, Verdict::kPermitWait);
   EXPECT_EQ(wait.retry_us, 5000);
@@ -249,25 +249,75 @@ TEST(IpSlotsPermit, AContendedPermitGoesBackAfterTheRequestInFlight) {
   auto a = MustCreate(dir.File("ip-slots"), Opts());
   auto b = MustOpen(dir.File("ip-slots"), Opts());
   IpSlotTable::PermitRule rule;
+  rule.ask_timeout_us = 50'000;
   int64_t next = 0;
   ASSERT_EQ(a->Acquire("ip", 0, &rule).verdict, Verdict::kAsk);
-  a->GrantPermit("ip", 0, 1'000'000, false, &next);
+  a->GrantPermit("ip", 0, 0, 1'000'000, false, rule, &next);
   ASSERT_EQ(a->Acquire("ip", 10, &rule).verdict, Verdict::kAcquired);
   // A renewal says someone outside waits: nothing new starts here, and
   // the holder's release gives the permit back with the address's gap.
-  EXPECT_FALSE(b->GrantPermit("ip", 20, 1'000'000, true, &next));
-  auto rel = a->ReleaseSlot("ip", 30, 530);
+  EXPECT_FALSE(b->GrantPermit("ip", 20, 15, 1'000'000, true, rule, &next));
+  auto rel = a->ReleaseSlot("ip", 30, 530, rule);
   EXPECT_TRUE(rel.give_back);
   EXPECT_EQ(rel.next_us, 530);
-  EXPECT_NE(b->Acquire("ip", 600, &rule).verdict, Verdict::kAcquired);
+  // Until the give-back is done nobody here asks (a question could
+  // overtake it on its way).
+  EXPECT_EQ(b->Acquire("ip", 600, &rule).verdict, Verdict::kPermitWait);
+  a->EndQuestion("ip", 700, 700);
+  EXPECT_EQ(b->Acquire("ip", 700, &rule).verdict, Verdict::kAsk);
   // Contended with nothing in flight: the caller gives it back at once.
   ASSERT_EQ(a->Acquire("ip2", 0, &rule).verdict, Verdict::kAsk);
-  a->GrantPermit("ip2", 0, 1'000'000, false, &next);
+  a->GrantPermit("ip2", 0, 0, 1'000'000, false, rule, &next);
   ASSERT_EQ(a->Acquire("ip2", 10, &rule).verdict, Verdict::kAcquired);
   a->Release("ip2", 20, 900);
-  EXPECT_TRUE(b->GrantPermit("ip2", 30, 1'000'000, true, &next));
+  EXPECT_TRUE(b->GrantPermit("ip2", 30, 25, 1'000'000, true, rule, &next));
   EXPECT_EQ(next, 900);
   EXPECT_NE(a->Acquire("ip2", 1000, &rule).verdict, Verdict::kAcquired);
+}
+
+TEST(IpSlotsPermit, AnAnswerSentBeforeAGiveBackIsStale) {
+  TempDir dir;
+  auto a = MustCreate(dir.File("ip-slots"), Opts());
+  IpSlotTable::PermitRule rule;
+  int64_t next = 0;
+  ASSERT_EQ(a->Acquire("ip", 0, &rule).verdict, Verdict::kAsk);
+  a->GrantPermit("ip", 0, 0, 1'000'000, false, rule, &next);
+  ASSERT_EQ(a->Acquire("ip", 10, &rule).verdict, Verdict::kAcquired);
+  // A renewal sent at 20 comes back uncontended after the give-back at 30
+  // (which a contended answer caused): it must not bring the permit back.
+  a->GrantPermit("ip", 25, 12, 1'000'000, true, rule, &next);
+  ASSERT_TRUE(a->ReleaseSlot("ip", 30, 30, rule).give_back);
+  a->EndQuestion("ip", 40, 40);
+  EXPECT_FALSE(a->GrantPermit("ip", 50, 20, 1'000'000, false, rule, &next));
+  EXPECT_EQ(a->Acquire("ip", 60, &rule).verdict, Verdict::kAsk);
+  // A later answer counts.
+  a->GrantPermit("ip", 70, 60, 1'000'000, false, rule, &next);
+  EXPECT_EQ(a->Acquire("ip", 80, &rule).verdict, Verdict::kAcquired);
+}
+
+TEST(IpSlotsPermit, AStaleRefusalDoesNotEndAGiveBack) {
+  TempDir dir;
+  auto a = MustCreate(dir.File("ip-slots"), Opts());
+  auto b = MustOpen(dir.File("ip-slots"), Opts());
+  IpSlotTable::PermitRule rule;
+  rule.ask_timeout_us = 50'000;
+  int64_t next = 0;
+  ASSERT_EQ(a->Acquire("ip", 0, &rule).verdict, Verdict::kAsk);
+  a->GrantPermit("ip", 0, 0, 1'000'000, false, rule, &next);
+  ASSERT_EQ(a->Acquire("ip", 10, &rule).verdict, Verdict::kAcquired);
+  a->GrantPermit("ip", 20, 15, 1'000'000, true, rule, &next);
+  ASSERT_TRUE(a->ReleaseSlot("ip", 30, 30, rule).give_back);
+  // b's renewal, sent at 25 before the give-back, fails on a dead
+  // connection at 40: the give-back is still on its way, so nobody asks.
+  b->DenyPermit("ip", 40, 25, 40);
+  EXPECT_EQ(b->Acquire("ip", 50, &rule).verdict, Verdict::kPermitWait);
+  // A refusal sent after the give-back counts.
+  a->EndQuestion("ip", 60, 60);
+  ASSERT_EQ(b->Acquire("ip", 70, &rule).verdict, Verdict::kAsk);
+  b->DenyPermit("ip", 80, 70, 200);
+  auto wait = a->Acquire("ip", 90, &rule);
+  EXPECT_EQ(wait.verdict, Verdict::kPermitWait);
+  EXPECT_EQ(wait.retry_us, 200);
 }
 
 // --- Real processes.
