@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <deque>
@@ -18,21 +19,23 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/json.h"
+#include "base/time.h"
 #include "checkpoint/checkpoint.h"
 #include "cluster/cluster.h"
 #include "conf/overrides.h"
 #include "conf/read_file.h"
 #include "conf/rules.h"
-#include "daemon/admin.h"
 #include "daemon/event_log.h"
 #include "daemon/ip_gate.h"
-#include "daemon/metrics.h"
 #include "daemon/processors.h"
 #include "daemon/traps.h"
 #include "dedupe/dedupe.h"
 #include "dns/dns.h"
 #include "fetcher/fetcher.h"
 #include "frontier/frontier.h"
+#include "http/http.h"
+#include "metrics/metrics.h"
 #include "parser/parser.h"
 #include "robots/robots.h"
 #include "store/store.h"
@@ -60,18 +63,6 @@ size_t IdleConnectionBudget(size_t transfers, size_t wanted) {
   const size_t limit = static_cast<size_t>(rl.rlim_cur);
   const size_t room = limit > transfers + 256 ? limit - transfers - 256 : 0;
   return std::min(wanted, room);
-}
-
-// "2026-11-22T15:04:05.123456Z" from epoch microseconds.
-std::string IsoTime(int64_t us) {
-  time_t secs = static_cast<time_t>(us / 1000000);
-  struct tm tm {};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
-           tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-           tm.tm_sec, static_cast<int>(us % 1000000));
-  return buf;
 }
 
 std::string FormatBytes(uint64_t bytes) {
@@ -284,9 +275,9 @@ class Worker::Impl {
   TrapGuard traps_;
   ProcessorRegistry processors_;
   parser::Page page_;  // reused per parsed body
-  std::unique_ptr<AdminServer> admin_;
-  MetricsRegistry metrics_;
-  Histogram* fetch_seconds_ = nullptr;
+  std::unique_ptr<http::Server> admin_;
+  metrics::Registry metrics_;
+  metrics::Histogram* fetch_seconds_ = nullptr;
   std::unique_ptr<store::FeedReader> feed_;
   bool paused_ = false;  // by the API: no new fetches start
   std::unique_ptr<dedupe::NearDupIndex> near_dups_;
@@ -2124,7 +2115,7 @@ void Worker::Impl::ReplayRecord(const store::Record& rec) {
 
 Status Worker::Impl::StartAdmin() {
   if (!config_.admin.enabled) return Status::Ok();
-  AdminServer::Options ao;
+  http::Server::Options ao;
   ao.bind_address = config_.admin.address;
   ao.port = static_cast<uint16_t>(config_.admin.port);
   if (options_.control_fd >= 0) {
@@ -2134,19 +2125,25 @@ Status Worker::Impl::StartAdmin() {
     ao.port = 0;
   }
   ao.token = config_.admin.token;
-  auto server = AdminServer::Create(&loop_, ao);
+  auto server = http::Server::Create(&loop_, ao);
   if (!server.ok()) return server.status();
   admin_ = std::move(server).value();
 
-  auto route = [&](const char* method, const char* path, Handler h) {
+  using http::Request;
+  using http::Responder;
+  auto route = [&](const char* method, const char* path, http::Handler h) {
     Status s = admin_->Route(method, path, std::move(h));
     (void)s;  // the patterns are literals; tested
   };
   route("GET", "/api/status",
         [this](const Request&, Responder r) { r.SendJson(200, StatusJson()); });
   route("GET", "/metrics", [this](const Request&, Responder r) {
-    r.Send(Response::MakeText(200, metrics_.Render(),
-                              std::string(MetricsRegistry::kContentType)));
+    r.Send(http::Response::MakeText(
+        200, metrics_.Render(), std::string(metrics::Registry::kContentType)));
+  });
+  // The same series as data, for the supervisor to merge (docs/API.md).
+  route("GET", "/api/metrics", [this](const Request&, Responder r) {
+    r.SendJson(200, metrics_.Snapshot());
   });
   route("POST", "/api/pause", [this](const Request&, Responder r) {
     if (!stopping_ && !paused_) {
@@ -2154,7 +2151,7 @@ Status Worker::Impl::StartAdmin() {
       log_.Write(Level::kInfo, "paused", {});
       ArmTimer(MonotonicUs());
     }
-    r.SendJson(200, Json::MakeObject().Set("state", StateName()));
+    r.SendJson(200, {{"state", StateName()}});
   });
   route("POST", "/api/resume", [this](const Request&, Responder r) {
     if (paused_) {
@@ -2162,44 +2159,40 @@ Status Worker::Impl::StartAdmin() {
       log_.Write(Level::kInfo, "resumed", {});
       Pump();
     }
-    r.SendJson(200, Json::MakeObject().Set("state", StateName()));
+    r.SendJson(200, {{"state", StateName()}});
   });
   route("POST", "/api/stop", [this](const Request&, Responder r) {
     // Answer first: the stop closes the server once in-flight work is done.
-    r.SendJson(200, Json::MakeObject().Set("state", "stopping"));
+    r.SendJson(200, {{"state", "stopping"}});
     paused_ = false;
     RequestStop("api stop");
   });
   route("POST", "/api/seeds", [this](const Request& req, Responder r) {
     auto body = req.JsonBody();
-    const Json* urls = body.ok() ? body->Find("urls") : nullptr;
+    const Json* urls = body.ok() ? json::Find(*body, "urls") : nullptr;
     if (urls == nullptr || !urls->is_array()) {
       r.SendError(400, body.ok() ? "body must be {\"urls\": [\"http://...\"]}"
                                  : body.status().message());
       return;
     }
     uint64_t added = 0, known = 0;
-    Json rejected = Json::MakeArray();
-    for (const Json& u : urls->items()) {
+    Json rejected = Json::array();
+    for (const Json& u : *urls) {
       if (!u.is_string()) {
-        rejected.Push(Json::MakeObject()
-                          .Set("url", nullptr)
-                          .Set("error", "not a string"));
+        rejected.push_back({{"url", nullptr}, {"error", "not a string"}});
         continue;
       }
-      auto canon = canonicalizer_.Canonicalize(u.as_string());
+      const std::string& text = u.get_ref<const std::string&>();
+      auto canon = canonicalizer_.Canonicalize(text);
       if (!canon.ok() || !canon->is_http()) {
-        rejected.Push(Json::MakeObject()
-                          .Set("url", u.as_string())
-                          .Set("error", canon.ok() ? "not http(s)"
-                                                   : canon.status().message()));
+        rejected.push_back(
+            {{"url", text},
+             {"error", canon.ok() ? "not http(s)" : canon.status().message()}});
         continue;
       }
       conf::RuleVerdict v = rules_->Decide({canon->href(), 0, canon->host()});
       if (!v.accept) {
-        rejected.Push(Json::MakeObject()
-                          .Set("url", u.as_string())
-                          .Set("error", "filter: " + v.rule));
+        rejected.push_back({{"url", text}, {"error", "filter: " + v.rule}});
         continue;
       }
       // A seed of another worker's host goes there; that worker decides
@@ -2213,10 +2206,9 @@ Status Worker::Impl::StartAdmin() {
     }
     if (added > 0) Count("api_seeds_added", added);
     log_.Write(Level::kInfo, "seeds_added", {{"added", std::to_string(added)}});
-    r.SendJson(200, Json::MakeObject()
-                        .Set("added", added)
-                        .Set("known", known)
-                        .Set("rejected", std::move(rejected)));
+    r.SendJson(200, {{"added", added},
+                     {"known", known},
+                     {"rejected", std::move(rejected)}});
     Pump();
   });
   route("POST", "/api/rules/reload", [this](const Request&, Responder r) {
@@ -2226,15 +2218,13 @@ Status Worker::Impl::StartAdmin() {
       return;
     }
     Pump();
-    r.SendJson(
-        200, Json::MakeObject()
-                 .Set("reloaded", true)
-                 .Set("filter_rules", static_cast<uint64_t>(rules_->size()))
-                 .Set("overrides", static_cast<uint64_t>(overrides_->size())));
+    r.SendJson(200, {{"reloaded", true},
+                     {"filter_rules", static_cast<uint64_t>(rules_->size())},
+                     {"overrides", static_cast<uint64_t>(overrides_->size())}});
   });
   route("POST", "/api/rules/test", [this](const Request& req, Responder r) {
     auto body = req.JsonBody();
-    const Json* u = body.ok() ? body->Find("url") : nullptr;
+    const Json* u = body.ok() ? json::Find(*body, "url") : nullptr;
     if (u == nullptr || !u->is_string()) {
       r.SendError(400, body.ok() ? "body must be {\"url\": \"http://...\"}"
                                  : body.status().message());
@@ -2281,29 +2271,25 @@ Status Worker::Impl::StartAdmin() {
       r.SendError(400, page.status().message());
       return;
     }
-    Json entries = Json::MakeArray();
+    Json entries = Json::array();
     for (const store::FeedEntry& e : page->entries) {
-      Json flags = Json::MakeObject();
-      flags.Set("noindex", e.flags.noindex);
-      flags.Set("revisit", e.revisit);
+      Json flags = {{"noindex", e.flags.noindex}, {"revisit", e.revisit}};
       if (!e.flags.near_duplicate_of.empty()) {
-        flags.Set("near_duplicate_of", e.flags.near_duplicate_of);
+        flags["near_duplicate_of"] = e.flags.near_duplicate_of;
       }
-      entries.Push(Json::MakeObject()
-                       .Set("cursor", e.cursor)
-                       .Set("url", e.url)
-                       .Set("warc", e.warc_file)
-                       .Set("offset", e.offset)
-                       .Set("length", e.length)
-                       .Set("digest", e.digest)
-                       .Set("status", e.status)
-                       .Set("mime", e.mime)
-                       .Set("time", IsoTime(e.fetch_time_us))
-                       .Set("flags", std::move(flags)));
+      entries.push_back({{"cursor", e.cursor},
+                         {"url", e.url},
+                         {"warc", e.warc_file},
+                         {"offset", e.offset},
+                         {"length", e.length},
+                         {"digest", e.digest},
+                         {"status", e.status},
+                         {"mime", e.mime},
+                         {"time", Iso8601Micros(e.fetch_time_us)},
+                         {"flags", std::move(flags)}});
     }
-    r.SendJson(200, Json::MakeObject()
-                        .Set("entries", std::move(entries))
-                        .Set("next", page->next_cursor));
+    r.SendJson(200,
+               {{"entries", std::move(entries)}, {"next", page->next_cursor}});
   });
 
   // Counters mirror the summary counts at each scrape: one place counts.
@@ -2340,42 +2326,38 @@ std::string Worker::Impl::StateName() const {
 Json Worker::Impl::StatusJson() {
   const int64_t now = MonotonicUs();
   const double uptime = std::max<int64_t>(1, now - start_us_) / 1e6;
-  Json counts = Json::MakeObject();
-  for (const auto& [k, v] : counts_) counts.Set(k, v);
-  Json hosts = Json::MakeObject();
-  hosts.Set("known", static_cast<uint64_t>(frontier_->hosts()));
-  hosts.Set("active", static_cast<uint64_t>(frontier_->in_flight()));
-  hosts.Set("retired", static_cast<uint64_t>(frontier_->retired_hosts()));
-  Json worker = Json::MakeObject();
-  worker.Set("id", options_.worker_id);
-  worker.Set("pages", pages_);
-  worker.Set("queued", static_cast<uint64_t>(frontier_->queued()));
-  Json workers = Json::MakeArray();
-  workers.Push(std::move(worker));
-  Json j = Json::MakeObject();
-  j.Set("state", StateName());
-  j.Set("pages", pages_);
-  j.Set("pages_per_s", pages_ / uptime);
-  j.Set("bytes", bytes_);
-  j.Set("queued", static_cast<uint64_t>(frontier_->queued()));
-  j.Set("in_flight", static_cast<uint64_t>(active_ - ip_gate_.waiting()));
-  j.Set("ip_waiting", static_cast<uint64_t>(ip_gate_.waiting()));
-  j.Set("hosts", std::move(hosts));
-  j.Set("robots_fetches", robots_fetches_);
-  j.Set("uptime_s", uptime);
-  j.Set("counts", std::move(counts));
-  j.Set("workers", std::move(workers));
+  Json counts = Json::object();
+  for (const auto& [k, v] : counts_) counts[k] = v;
+  Json hosts = {{"known", static_cast<uint64_t>(frontier_->hosts())},
+                {"active", static_cast<uint64_t>(frontier_->in_flight())},
+                {"retired", static_cast<uint64_t>(frontier_->retired_hosts())}};
+  Json worker = {{"id", options_.worker_id},
+                 {"pages", pages_},
+                 {"queued", static_cast<uint64_t>(frontier_->queued())}};
+  Json j = Json::object();
+  j["state"] = StateName();
+  j["pages"] = pages_;
+  j["pages_per_s"] = pages_ / uptime;
+  j["bytes"] = bytes_;
+  j["queued"] = static_cast<uint64_t>(frontier_->queued());
+  j["in_flight"] = static_cast<uint64_t>(active_ - ip_gate_.waiting());
+  j["ip_waiting"] = static_cast<uint64_t>(ip_gate_.waiting());
+  j["hosts"] = std::move(hosts);
+  j["robots_fetches"] = robots_fetches_;
+  j["uptime_s"] = uptime;
+  j["counts"] = std::move(counts);
+  j["workers"] = Json::array({std::move(worker)});
   return j;
 }
 
 void Worker::Impl::SyncMetrics() {
   auto counter = [this](const char* name, const char* help, double value,
-                        const MetricLabels& labels = {}) {
+                        const metrics::Labels& labels = {}) {
     auto c = metrics_.GetCounter(name, help, labels);
     if (c.ok()) (*c)->Increment(value - (*c)->value());
   };
   auto gauge = [this](const char* name, const char* help, double value,
-                      const MetricLabels& labels = {}) {
+                      const metrics::Labels& labels = {}) {
     auto g = metrics_.GetGauge(name, help, labels);
     if (g.ok()) (*g)->Set(value);
   };
@@ -2429,48 +2411,47 @@ void Worker::Impl::SyncMetrics() {
 }
 
 Json Worker::Impl::RulesTestJson(const Json& body) {
-  Json out = Json::MakeObject();
-  const std::string& text = body.Find("url")->as_string();
+  Json out = Json::object();
+  const std::string text = json::Find(body, "url")->get<std::string>();
   auto canon = canonicalizer_.Canonicalize(text);
   if (!canon.ok()) {
-    out.Set("url", text);
-    out.Set("error", canon.status().message());
+    out["url"] = text;
+    out["error"] = canon.status().message();
     return out;
   }
   int depth = 0;
-  if (const Json* d = body.Find("depth"); d != nullptr && d->is_number()) {
-    depth = static_cast<int>(std::clamp(d->as_number(), 0.0, 1e6));
+  if (const Json* d = json::Find(body, "depth");
+      d != nullptr && d->is_number()) {
+    depth = static_cast<int>(std::clamp(d->get<double>(), 0.0, 1e6));
   }
   std::string seed_host(canon->host());
-  if (const Json* h = body.Find("seed_host");
-      h != nullptr && h->is_string() && !h->as_string().empty()) {
-    seed_host = h->as_string();
+  if (const Json* h = json::Find(body, "seed_host");
+      h != nullptr && h->is_string() && !h->get<std::string>().empty()) {
+    seed_host = h->get<std::string>();
   }
   conf::RuleVerdict v = rules_->Decide({canon->href(), depth, seed_host});
-  out.Set("url", canon->href());
-  out.Set("filter", Json::MakeObject()
-                        .Set("accept", v.accept)
-                        .Set("rule", v.rule)
-                        .Set("line", v.line)
-                        .Set("file", config_.crawl.rules_file));
-  out.Set("traps", traps_.CheckShape(*canon));
+  out["url"] = canon->href();
+  out["filter"] = {{"accept", v.accept},
+                   {"rule", v.rule},
+                   {"line", v.line},
+                   {"file", config_.crawl.rules_file}};
+  out["traps"] = traps_.CheckShape(*canon);
   const std::string key = canon->origin_key();
   auto it = hosts_.find(key);
-  Json robots = Json::MakeObject();
+  Json robots = Json::object();
   if (it == hosts_.end() || !it->second.rules.has_value()) {
-    robots.Set("state", "unknown");
-    robots.Set("allowed", nullptr);
-    out.Set("override", "");
+    robots["state"] = "unknown";
+    robots["allowed"] = nullptr;
+    out["override"] = "";
   } else {
-    robots.Set("state", it->second.robots == HostState::Robots::kReady
-                            ? "ready"
-                            : "failing");
+    robots["state"] =
+        it->second.robots == HostState::Robots::kReady ? "ready" : "failing";
     robots::Verdict rv = it->second.rules->Check(canon->path_and_query());
-    robots.Set("allowed", rv.allowed);
-    robots.Set("rule", rv.rule);
-    out.Set("override", overrides_->Describe(it->second.override_rule));
+    robots["allowed"] = rv.allowed;
+    robots["rule"] = rv.rule;
+    out["override"] = overrides_->Describe(it->second.override_rule);
   }
-  out.Set("robots", std::move(robots));
+  out["robots"] = std::move(robots);
   return out;
 }
 
@@ -2489,37 +2470,36 @@ Json Worker::Impl::HostJson(const std::string& name) {
     std::optional<frontier::HostInfo> info = frontier_->Host(key);
     auto hs = hosts_.find(key);
     if (!info.has_value() && hs == hosts_.end()) continue;
-    Json j = Json::MakeObject();
-    j.Set("host", key);
+    Json j = Json::object();
+    j["host"] = key;
     const int64_t now = MonotonicUs();
     if (info.has_value()) {
-      j.Set("queued", static_cast<uint64_t>(info->queued));
-      j.Set("in_flight", info->in_flight);
-      j.Set("next_fetch_in_ms",
-            std::max<int64_t>(0, info->next_fetch_us - now) / 1000);
-      j.Set("credit", info->credit);
-      j.Set("crawl_delay_ms", info->crawl_delay_us / 1000);
-      j.Set("consecutive_errors", info->consecutive_errors);
-      j.Set("retired", info->retired);
-      j.Set("pages", info->pages);
-      j.Set("page_budget", info->page_budget);
+      j["queued"] = static_cast<uint64_t>(info->queued);
+      j["in_flight"] = info->in_flight;
+      j["next_fetch_in_ms"] =
+          std::max<int64_t>(0, info->next_fetch_us - now) / 1000;
+      j["credit"] = info->credit;
+      j["crawl_delay_ms"] = info->crawl_delay_us / 1000;
+      j["consecutive_errors"] = info->consecutive_errors;
+      j["retired"] = info->retired;
+      j["pages"] = info->pages;
+      j["page_budget"] = info->page_budget;
     }
-    Json robots = Json::MakeObject();
+    Json robots = Json::object();
     if (hs == hosts_.end()) {
-      robots.Set("state", "unknown");
-      j.Set("override", "");
+      robots["state"] = "unknown";
+      j["override"] = "";
     } else {
-      robots.Set("state", hs->second.robots == HostState::Robots::kReady
-                              ? "ready"
-                          : hs->second.robots == HostState::Robots::kFailing
-                              ? "failing"
-                              : "unknown");
+      robots["state"] = hs->second.robots == HostState::Robots::kReady ? "ready"
+                        : hs->second.robots == HostState::Robots::kFailing
+                            ? "failing"
+                            : "unknown";
       if (hs->second.rules.has_value()) {
-        robots.Set("rules", hs->second.rules->Describe());
+        robots["rules"] = hs->second.rules->Describe();
       }
-      j.Set("override", overrides_->Describe(hs->second.override_rule));
+      j["override"] = overrides_->Describe(hs->second.override_rule);
     }
-    j.Set("robots", std::move(robots));
+    j["robots"] = std::move(robots);
     return j;
   }
   return Json();
@@ -2552,25 +2532,18 @@ std::string CrawlSummary::ToText() const {
 }
 
 std::string CrawlSummary::ToJson() const {
-  std::string out = "{\"stop_reason\":";
-  AppendJsonString(&out, stop_reason);
-  char nums[256];
-  snprintf(nums, sizeof(nums),
-           ",\"pages\":%" PRIu64 ",\"robots_fetches\":%" PRIu64
-           ",\"bytes\":%" PRIu64 ",\"seconds\":%.3f,\"queued_left\":%" PRIu64,
-           pages, robots_fetches, bytes, seconds, queued_left);
-  out += nums;
-  out += ",\"counts\":{";
-  bool first = true;
-  for (const auto& [k, v] : counts) {
-    if (!first) out += ",";
-    first = false;
-    AppendJsonString(&out, k);
-    out += ':';
-    out += std::to_string(v);
-  }
-  out += "}}\n";
-  return out;
+  Json j = Json::object();
+  j["stop_reason"] = stop_reason;
+  j["pages"] = pages;
+  j["robots_fetches"] = robots_fetches;
+  j["bytes"] = bytes;
+  // Milliseconds, as the text always gave them.
+  j["seconds"] = std::round(seconds * 1000) / 1000;
+  j["queued_left"] = queued_left;
+  Json c = Json::object();
+  for (const auto& [k, v] : counts) c[k] = v;
+  j["counts"] = std::move(c);
+  return json::Dump(j) + "\n";
 }
 
 // --- one of several workers (docs/CLUSTER.md, "Worker processes") --------
@@ -2889,18 +2862,19 @@ void Worker::Impl::Report() {
   }
   const cluster::ExchangeStats ex =
       exchange_ != nullptr ? exchange_->stats() : cluster::ExchangeStats();
-  char line[512];
-  const int n = snprintf(
-      line, sizeof(line),
-      "{\"worker\":%d,\"ready\":%s,\"idle\":%s,\"pages\":%" PRIu64
-      ",\"bytes\":%" PRIu64
-      ",\"queued\":%zu,\"active\":%zu,\"hosts\":%zu"
-      ",\"sent\":%" PRIu64 ",\"received\":%" PRIu64 ",\"overflow\":%zu}\n",
-      options_.worker_id, ready_ ? "true" : "false", Idle() ? "true" : "false",
-      pages_, bytes_, frontier_->queued(), active_, frontier_->hosts(),
-      ex.urls_sent, ex.urls_received, overflow_urls_);
-  if (n <= 0) return;
-  uv_buf_t buf = uv_buf_init(line, static_cast<unsigned>(n));
+  std::string line = json::Dump({{"worker", options_.worker_id},
+                                 {"ready", ready_},
+                                 {"idle", Idle()},
+                                 {"pages", pages_},
+                                 {"bytes", bytes_},
+                                 {"queued", frontier_->queued()},
+                                 {"active", active_},
+                                 {"hosts", frontier_->hosts()},
+                                 {"sent", ex.urls_sent},
+                                 {"received", ex.urls_received},
+                                 {"overflow", overflow_urls_}}) +
+                     "\n";
+  uv_buf_t buf = uv_buf_init(line.data(), static_cast<unsigned>(line.size()));
   // A report that does not fit now is skipped: the next one is 200 ms away.
   (void)uv_try_write(reinterpret_cast<uv_stream_t*>(&control_), &buf, 1);
 }
