@@ -1032,6 +1032,35 @@ void CheckOrderedPairs(const Config& c, const std::vector<uint32_t>& lines,
   }
 }
 
+// True for a numeric address in 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104.
+bool IsLoopbackIp(const std::string& s) {
+  unsigned char b[16];
+  if (inet_pton(AF_INET, s.c_str(), b) == 1) return b[0] == 127;
+  if (inet_pton(AF_INET6, s.c_str(), b) != 1) return false;
+  static constexpr unsigned char kLoop[16] = {0, 0, 0, 0, 0, 0, 0, 0,
+                                              0, 0, 0, 0, 0, 0, 0, 1};
+  static constexpr unsigned char kMapped[12] = {0, 0, 0, 0, 0,    0,
+                                                0, 0, 0, 0, 0xff, 0xff};
+  return std::equal(b, b + 16, kLoop) ||
+         (std::equal(b, b + 12, kMapped) && b[12] == 127);
+}
+
+// The admin API pauses, stops and feeds the crawl: off loopback it needs a
+// token (docs/API.md). A config error (exit 2 at startup, file:line) rather
+// than the server's refusal at runtime, which exited 1 and made the
+// systemd unit restart crawld forever (issue 19).
+void CheckAdminExposure(const Config& c, const std::vector<uint32_t>& lines,
+                        const std::vector<bool>& bad, Errors& errors) {
+  const size_t address = *FindKey("admin", "address");
+  const size_t token = *FindKey("admin", "token");
+  if (bad[address] || bad[token] || !c.admin.enabled) return;
+  if (!c.admin.token.empty() || IsLoopbackIp(c.admin.address)) return;
+  errors.Add(lines[address], QualifiedName(kKeys[address]),
+             "'" + c.admin.address +
+                 "' is not a loopback address, so admin.token must be set "
+                 "(or listen on 127.0.0.1)");
+}
+
 // ---------------------------------------------------------------------------
 // Reading.
 
@@ -1227,6 +1256,7 @@ Result<Config> ParseTable(const toml::table& root, std::string_view source) {
     }
   }
   CheckOrderedPairs(config, lines, bad, errors);
+  CheckAdminExposure(config, lines, bad, errors);
   if (!errors.empty()) return errors.ToStatus();
   return config;
 }
@@ -1301,6 +1331,7 @@ Status Validate(const Config& config) {
     }
   }
   CheckOrderedPairs(c, std::vector<uint32_t>(kNumKeys, 0), bad, errors);
+  CheckAdminExposure(c, std::vector<uint32_t>(kNumKeys, 0), bad, errors);
   return errors.ToStatus();
 }
 
