@@ -147,6 +147,20 @@ struct NetworkConfig {
   bool operator==(const NetworkConfig&) const = default;
 };
 
+// [parse]: bounds of the HTML parser against hostile pages (each cut is
+// counted: parse_*), and which links beyond hyperlinks a crawl follows.
+struct ParseConfig {
+  uint64_t max_bytes = 4 << 20;     // bytes of a page parsed (UTF-8)
+  int64_t max_elements = 100000;    // start tags and comments parsed
+  int64_t max_attributes = 32;      // attributes kept on one element
+  int64_t max_nesting_depth = 512;  // deeper grouping elements flattened
+  int64_t max_links = 20000;        // links kept per page
+  bool scripting = true;            // <noscript> as a browser with JS
+  bool follow_other_links = true;   // canonical, next, refresh, frames
+
+  bool operator==(const ParseConfig&) const = default;
+};
+
 // [store]: WARC output.
 struct StoreConfig {
   // File name prefix of WARC files: [A-Za-z0-9._-]+, not starting with '.'.
@@ -214,7 +228,7 @@ struct AdminConfig {
 
 // [workers]
 struct WorkersConfig {
-  int count = 0;  // worker processes; 0 = number of cores
+  int count = 0;          // worker processes; 0 = number of cores
   int parse_threads = 2;  // page parsers per worker, off its loop
 
   bool operator==(const WorkersConfig&) const = default;
@@ -246,6 +260,7 @@ struct Config {
   CheckpointConfig checkpoint;
   AdminConfig admin;
   WorkersConfig workers;
+  ParseConfig parse;
   ClusterConfig cluster;
   // Where it was loaded from ("" for Defaults()). Compared by operator==
   // like every other field; compare the tables when only values matter.

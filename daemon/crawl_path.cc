@@ -74,7 +74,8 @@ struct CrawlPath::ProcessTask {
       return;
     }
     const std::string content_type = response->Header("Content-Type");
-    const Processor* processor = parsers->For(SniffMime(content_type, *body));
+    const Processor* processor =
+        parsers->For(parser::SniffMime(content_type, *body));
     auto doc_url = url::Parse(url);
     if (processor == nullptr || !doc_url.ok()) return;  // archived only
     processor->Process(*body, content_type, *doc_url, robots_token, &page);
@@ -540,12 +541,30 @@ void CrawlPath::OnProcessed(Job* job) {
   }
   if (t.decode.ok() && !t.parsed) stats_->Count("not_parsed");  // archived
   if (t.header_robots.noindex) stats_->Count("x_robots_noindex");
-  if (t.parsed && t.page.invalid_links > 0) {
-    stats_->Count("invalid_url", t.page.invalid_links);
-  }
+  if (t.parsed) CountCuts(t.page);
   if (!Record(job)) return;
   if (t.parsed) FollowLinks(job);
   Finish(job);
+}
+
+void CrawlPath::CountCuts(const parser::Page& page) {
+  // What the parser's bounds cut (issue 19: a page of any shape is parsed
+  // in bounded time): counted, never silent.
+  const parser::ParseCuts& c = page.cuts;
+  if (page.invalid_links > 0) stats_->Count("invalid_url", page.invalid_links);
+  if (c.bytes_cut) stats_->Count("parse_bytes_cut");
+  if (c.elements_cut) stats_->Count("parse_elements_cut");
+  if (c.attributes_dropped > 0) {
+    stats_->Count("parse_attributes_dropped", c.attributes_dropped);
+  }
+  if (c.elements_flattened > 0) {
+    stats_->Count("parse_elements_flattened", c.elements_flattened);
+  }
+  if (c.links_dropped > 0)
+    stats_->Count("parse_links_dropped", c.links_dropped);
+  if (c.noscript_reparses > 0) {
+    stats_->Count("parse_noscript_reparses", c.noscript_reparses);
+  }
 }
 
 // --- 14. record -------------------------------------------------------------
@@ -627,6 +646,9 @@ bool CrawlPath::Record(Job* job) {
     for (const parser::Link& link : t->page.links) {
       meta.outlinks.push_back({link.url, link.nofollow});
     }
+    for (const parser::Link& link : t->page.other_links) {
+      meta.outlinks.push_back({link.url, link.nofollow});
+    }
     auto written = parts_.warc->WriteMetadata(job->url, response_id, wall,
                                               "application/warc-fields",
                                               store::PageMetadataBlock(meta));
@@ -694,14 +716,20 @@ void CrawlPath::FollowLinks(Job* job) {
   }
   const uint16_t depth = static_cast<uint16_t>(job->item.depth + 1);
   if (options_.max_depth > 0 && depth > options_.max_depth) {
-    stats_->Count("max_depth", page.links.size());
+    stats_->Count("max_depth", page.links.size() + page.other_links.size());
     return;
   }
   // AOPIC: the page's after-tax credit is shared equally among the links it
   // passes on (a link to a URL already queued still credits its host).
+  std::vector<const parser::Link*> links;
+  links.reserve(page.links.size() + page.other_links.size());
+  for (const parser::Link& link : page.links) links.push_back(&link);
+  if (options_.follow_other_links) {
+    for (const parser::Link& link : page.other_links) links.push_back(&link);
+  }
   size_t followed = 0;
-  for (const parser::Link& link : page.links) {
-    if (!link.nofollow || options_.follow_rel_nofollow) ++followed;
+  for (const parser::Link* link : links) {
+    if (!link->nofollow || options_.follow_rel_nofollow) ++followed;
   }
   const double share =
       followed > 0 ? job->item.credit / static_cast<double>(followed) : 0.0;
@@ -710,18 +738,18 @@ void CrawlPath::FollowLinks(Job* job) {
   c.depth = depth;
   c.seed_host = job->item.seed_host;
   c.from_host_key = job->host_key;
-  for (const parser::Link& link : page.links) {
-    if (link.nofollow && !options_.follow_rel_nofollow) {
+  for (const parser::Link* link : links) {
+    if (link->nofollow && !options_.follow_rel_nofollow) {
       stats_->Count("nofollow_links");
       continue;
     }
-    c.url = link.url;
+    c.url = link->url;
     c.credit = share;
     Enter(c);
     if (!options_.path_ascending) continue;
     // /a/b/page offers /a/b/, /a/ and /: parents are cheap to test and
     // often list what no link points to.
-    auto u = url::Parse(link.url);
+    auto u = url::Parse(link->url);
     if (!u.ok()) continue;
     const std::string_view path = u->path();
     const std::string origin = u->origin_key();

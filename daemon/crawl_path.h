@@ -126,6 +126,8 @@ class CrawlPath {
     int max_redirects = 5;        // for pages (robots.txt: fetch_policy)
     int max_retries = 3;          // transient failures per URL
     bool follow_rel_nofollow = false;
+    // Also follow Page::other_links (canonical, next, refresh, frames).
+    bool follow_other_links = true;
     bool path_ascending = false;
     bool write_metadata = true;
     bool conversion_records = false;
@@ -229,6 +231,7 @@ class CrawlPath {
   void OnPageFetched(Job* job);
   void Process(Job* job);
   void OnProcessed(Job* job);
+  void CountCuts(const parser::Page& page);
   bool Record(Job* job);
   void FollowRedirect(Job* job);
   void FollowLinks(Job* job);

@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <iterator>
 
-#include "daemon/event_log.h"
+#include "base/json.h"
 #include "daemon/worker.h"
 
 namespace crawld::daemon {
@@ -91,25 +92,18 @@ std::string CrawlSummary::ToText() const {
 }
 
 std::string CrawlSummary::ToJson() const {
-  std::string out = "{\"stop_reason\":";
-  AppendJsonString(&out, stop_reason);
-  char nums[256];
-  snprintf(nums, sizeof(nums),
-           ",\"pages\":%" PRIu64 ",\"robots_fetches\":%" PRIu64
-           ",\"bytes\":%" PRIu64 ",\"seconds\":%.3f,\"queued_left\":%" PRIu64,
-           pages, robots_fetches, bytes, seconds, queued_left);
-  out += nums;
-  out += ",\"counts\":{";
-  bool first = true;
-  for (const auto& [k, v] : counts) {
-    if (!first) out += ",";
-    first = false;
-    AppendJsonString(&out, k);
-    out += ':';
-    out += std::to_string(v);
-  }
-  out += "}}\n";
-  return out;
+  Json j = Json::object();
+  j["stop_reason"] = stop_reason;
+  j["pages"] = pages;
+  j["robots_fetches"] = robots_fetches;
+  j["bytes"] = bytes;
+  // Milliseconds, as the text always gave them.
+  j["seconds"] = std::round(seconds * 1000) / 1000;
+  j["queued_left"] = queued_left;
+  Json c = Json::object();
+  for (const auto& [k, v] : counts) c[k] = v;
+  j["counts"] = std::move(c);
+  return json::Dump(j) + "\n";
 }
 
 }  // namespace crawld::daemon

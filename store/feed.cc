@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "base/json.h"
 #include "store/store.h"
 #include "store/warc_internal.h"
 
@@ -77,36 +78,24 @@ void SyncDir(const std::string& dir) {
 }
 
 std::string FormatFeedLine(const FeedEntry& e) {
-  std::string line = "{\"url\":";
-  internal::AppendJsonString(&line, e.url);
-  line.append(",\"warc\":");
-  internal::AppendJsonString(&line, e.warc_file);
-  line.append(",\"offset\":" + std::to_string(e.offset));
-  line.append(",\"length\":" + std::to_string(e.length));
-  line.append(",\"digest\":");
-  internal::AppendJsonString(&line, e.digest);
-  line.append(",\"status\":" + std::to_string(e.status));
-  line.append(",\"mime\":");
-  internal::AppendJsonString(&line, e.mime);
-  line.append(",\"time\":\"" + internal::FormatWarcDate(e.fetch_time_us) +
-              "\"");
-  line.append(",\"time_us\":" + std::to_string(e.fetch_time_us));
-  line.append(",\"flags\":[");
-  bool first = true;
-  for (auto [set, name] : {std::pair{e.flags.noindex, "\"noindex\""},
-                           std::pair{e.revisit, "\"revisit\""}}) {
-    if (!set) continue;
-    if (!first) line.push_back(',');
-    line.append(name);
-    first = false;
-  }
-  line.push_back(']');
+  // Compact JSON, members in this order (ordered_json).
+  Json flags = Json::array();
+  if (e.flags.noindex) flags.push_back("noindex");
+  if (e.revisit) flags.push_back("revisit");
+  Json line = {{"url", e.url},
+               {"warc", e.warc_file},
+               {"offset", e.offset},
+               {"length", e.length},
+               {"digest", e.digest},
+               {"status", e.status},
+               {"mime", e.mime},
+               {"time", internal::FormatWarcDate(e.fetch_time_us)},
+               {"time_us", e.fetch_time_us},
+               {"flags", std::move(flags)}};
   if (!e.flags.near_duplicate_of.empty()) {
-    line.append(",\"near_duplicate_of\":");
-    internal::AppendJsonString(&line, e.flags.near_duplicate_of);
+    line["near_duplicate_of"] = e.flags.near_duplicate_of;
   }
-  line.append("}\n");
-  return line;
+  return json::Dump(line) + "\n";
 }
 
 std::optional<FeedEntry> ParseFeedLine(std::string_view line) {
@@ -114,19 +103,16 @@ std::optional<FeedEntry> ParseFeedLine(std::string_view line) {
   if (!obj) return std::nullopt;
   FeedEntry e;
   auto str = [&](std::string_view key, std::string* out) {
-    auto it = obj->find(key);
-    if (it == obj->end()) return false;
-    const auto* s = std::get_if<std::string>(&it->second);
-    if (s == nullptr) return false;
-    *out = *s;
+    const Json* v = json::Find(*obj, key);
+    if (v == nullptr || !v->is_string()) return false;
+    *out = v->get<std::string>();
     return true;
   };
+  // ParseFlatJsonObject keeps integers within 18 digits.
   auto num = [&](std::string_view key) -> std::optional<int64_t> {
-    auto it = obj->find(key);
-    if (it == obj->end()) return std::nullopt;
-    const auto* i = std::get_if<int64_t>(&it->second);
-    if (i == nullptr) return std::nullopt;
-    return *i;
+    const Json* v = json::Find(*obj, key);
+    if (v == nullptr || !v->is_number_integer()) return std::nullopt;
+    return v->get<int64_t>();
   };
   auto offset = num("offset"), length = num("length"), status = num("status"),
        time_us = num("time_us");
@@ -139,10 +125,9 @@ std::optional<FeedEntry> ParseFeedLine(std::string_view line) {
   e.length = static_cast<uint64_t>(*length);
   e.status = static_cast<int>(*status);
   e.fetch_time_us = *time_us;
-  if (auto it = obj->find("flags"); it != obj->end()) {
-    const auto* flags = std::get_if<std::vector<std::string>>(&it->second);
-    if (flags == nullptr) return std::nullopt;
-    for (const std::string& f : *flags) {
+  if (const Json* flags = json::Find(*obj, "flags"); flags != nullptr) {
+    if (!flags->is_array()) return std::nullopt;
+    for (const Json& f : *flags) {
       if (f == "noindex") e.flags.noindex = true;
       if (f == "revisit") e.revisit = true;
     }

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/json.h"
 #include "store/store.h"
 #include "store/warc_internal.h"
 
@@ -295,9 +296,9 @@ std::string FormatCdxjLine(const CdxjEntry& e) {
   line.push_back(' ');
   line.append(e.timestamp);
   line.append(" {\"url\": ");
-  internal::AppendJsonString(&line, e.url);
+  json::AppendQuoted(&line, e.url);
   line.append(", \"mime\": ");
-  internal::AppendJsonString(&line, e.mime);
+  json::AppendQuoted(&line, e.mime);
   if (e.status > 0) {
     line.append(", \"status\": \"");
     line.append(std::to_string(e.status));
@@ -305,14 +306,14 @@ std::string FormatCdxjLine(const CdxjEntry& e) {
   }
   if (!e.digest.empty()) {
     line.append(", \"digest\": ");
-    internal::AppendJsonString(&line, e.digest);
+    json::AppendQuoted(&line, e.digest);
   }
   line.append(", \"length\": \"");
   line.append(std::to_string(e.length));
   line.append("\", \"offset\": \"");
   line.append(std::to_string(e.offset));
   line.append("\", \"filename\": ");
-  internal::AppendJsonString(&line, e.filename);
+  json::AppendQuoted(&line, e.filename);
   if (e.revisit || e.flags.noindex) {
     line.append(", \"flags\": [");
     bool first = true;
@@ -327,7 +328,7 @@ std::string FormatCdxjLine(const CdxjEntry& e) {
   }
   if (!e.flags.near_duplicate_of.empty()) {
     line.append(", \"near_duplicate_of\": ");
-    internal::AppendJsonString(&line, e.flags.near_duplicate_of);
+    json::AppendQuoted(&line, e.flags.near_duplicate_of);
   }
   line.append("}\n");
   return line;
@@ -336,23 +337,20 @@ std::string FormatCdxjLine(const CdxjEntry& e) {
 namespace {
 
 // A CDXJ number: pywb writes strings, other tools plain numbers.
-std::optional<uint64_t> NumberField(const internal::JsonObject& obj,
-                                    std::string_view key) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return std::nullopt;
-  if (const auto* i = std::get_if<int64_t>(&it->second))
-    return *i < 0 ? std::nullopt : std::optional<uint64_t>(*i);
-  const auto* s = std::get_if<std::string>(&it->second);
-  if (s == nullptr || s->empty() || s->size() > 19 || !AllOf(*s, IsDigit))
-    return std::nullopt;
-  return std::stoull(*s);
+std::optional<uint64_t> NumberField(const Json& obj, std::string_view key) {
+  const Json* v = json::Find(obj, key);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_number_unsigned()) return v->get<uint64_t>();
+  if (v->is_number_integer()) return std::nullopt;  // negative
+  if (!v->is_string()) return std::nullopt;
+  const std::string& s = v->get_ref<const std::string&>();
+  if (s.empty() || s.size() > 19 || !AllOf(s, IsDigit)) return std::nullopt;
+  return std::stoull(s);
 }
 
-std::string StringField(const internal::JsonObject& obj, std::string_view key) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return "";
-  const auto* s = std::get_if<std::string>(&it->second);
-  return s == nullptr ? "" : *s;
+std::string StringField(const Json& obj, std::string_view key) {
+  const Json* v = json::Find(obj, key);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
 }
 
 }  // namespace
@@ -385,11 +383,11 @@ Result<CdxjEntry> ParseCdxjLine(std::string_view line) {
     return Status::InvalidArgument("cdxj: length, offset and filename needed");
   e.length = *length;
   e.offset = *offset;
-  if (auto it = obj->find("flags"); it != obj->end()) {
-    const auto* flags = std::get_if<std::vector<std::string>>(&it->second);
-    if (flags == nullptr)
+  if (const Json* flags = json::Find(*obj, "flags"); flags != nullptr) {
+    // ParseFlatJsonObject allows only arrays of strings as arrays.
+    if (!flags->is_array())
       return Status::InvalidArgument("cdxj: flags is not a list");
-    for (const std::string& f : *flags) {
+    for (const Json& f : *flags) {
       if (f == "noindex") e.flags.noindex = true;
       if (f == "revisit") e.revisit = true;
     }

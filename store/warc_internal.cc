@@ -265,256 +265,31 @@ std::string HttpMimeType(std::string_view head) {
   return "";
 }
 
-namespace {
-
-// Length of the valid UTF-8 sequence at s[i], or 0 if there is none.
-size_t Utf8SequenceLength(std::string_view s, size_t i) {
-  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = b(i);
-  size_t n;
-  uint32_t cp;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-    cp = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    cp = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b(i + k) & 0x3F);
-  }
-  // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
-  if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-      (cp >= 0xD800 && cp <= 0xDFFF))
-    return 0;
-  return n;
-}
-
-void AppendUtf8(std::string* out, uint32_t cp) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
-class JsonParser {
- public:
-  explicit JsonParser(std::string_view s) : s_(s) {}
-
-  std::optional<JsonObject> Object() {
-    JsonObject obj;
-    Blank();
-    if (!Eat('{')) return std::nullopt;
-    Blank();
-    if (Eat('}')) return End(std::move(obj));
-    for (;;) {
-      Blank();
-      std::string key;
-      if (!String(&key)) return std::nullopt;
-      Blank();
-      if (!Eat(':')) return std::nullopt;
-      Blank();
-      auto value = Value();
-      if (!value) return std::nullopt;
-      obj.insert_or_assign(std::move(key), std::move(*value));
-      Blank();
-      if (Eat('}')) return End(std::move(obj));
-      if (!Eat(',')) return std::nullopt;
-    }
-  }
-
- private:
-  std::optional<JsonObject> End(JsonObject obj) {
-    Blank();
-    if (i_ != s_.size()) return std::nullopt;
-    return obj;
-  }
-
-  std::optional<JsonValue> Value() {
-    if (i_ >= s_.size()) return std::nullopt;
-    char c = s_[i_];
-    if (c == '"') {
-      std::string v;
-      if (!String(&v)) return std::nullopt;
-      return JsonValue(std::move(v));
-    }
-    if (c == '[') {
-      ++i_;
-      std::vector<std::string> arr;
-      Blank();
-      if (Eat(']')) return JsonValue(std::move(arr));
-      for (;;) {
-        Blank();
-        std::string v;
-        if (!String(&v)) return std::nullopt;
-        arr.push_back(std::move(v));
-        Blank();
-        if (Eat(']')) return JsonValue(std::move(arr));
-        if (!Eat(',')) return std::nullopt;
+std::optional<Json> ParseFlatJsonObject(std::string_view text) {
+  json::Limits limits;
+  limits.max_bytes = text.size();  // one line; its own length bounds it
+  limits.max_depth = 2;            // an object of arrays
+  Result<Json> j = json::Parse(text, limits);
+  if (!j.ok() || !j->is_object()) return std::nullopt;
+  constexpr int64_t kMax = 999'999'999'999'999'999;  // 18 digits
+  for (const auto& [key, value] : j->items()) {
+    if (value.is_string() || value.is_boolean()) continue;
+    if (value.is_number_unsigned()) {
+      if (value.get<uint64_t>() > static_cast<uint64_t>(kMax)) {
+        return std::nullopt;
       }
+      continue;
     }
-    if (s_.substr(i_, 4) == "true") {
-      i_ += 4;
-      return JsonValue(true);
+    if (value.is_number_integer()) {
+      if (value.get<int64_t>() < -kMax) return std::nullopt;
+      continue;
     }
-    if (s_.substr(i_, 5) == "false") {
-      i_ += 5;
-      return JsonValue(false);
-    }
-    bool neg = Eat('-');
-    if (i_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[i_])))
-      return std::nullopt;
-    uint64_t v = 0;
-    size_t digits = 0;
-    while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) {
-      // 18 digits always fit in int64_t; longer numbers are refused.
-      if (++digits > 18) return std::nullopt;
-      v = v * 10 + static_cast<uint64_t>(s_[i_++] - '0');
-    }
-    int64_t sv = static_cast<int64_t>(v);
-    return JsonValue(neg ? -sv : sv);
-  }
-
-  bool String(std::string* out) {
-    if (!Eat('"')) return false;
-    while (i_ < s_.size()) {
-      char c = s_[i_++];
-      if (c == '"') return true;
-      if (static_cast<unsigned char>(c) < 0x20) return false;
-      if (c != '\\') {
-        out->push_back(c);
-        continue;
-      }
-      if (i_ >= s_.size()) return false;
-      char e = s_[i_++];
-      switch (e) {
-        case '"':
-        case '\\':
-        case '/':
-          out->push_back(e);
-          break;
-        case 'b':
-          out->push_back('\b');
-          break;
-        case 'f':
-          out->push_back('\f');
-          break;
-        case 'n':
-          out->push_back('\n');
-          break;
-        case 'r':
-          out->push_back('\r');
-          break;
-        case 't':
-          out->push_back('\t');
-          break;
-        case 'u': {
-          auto cp = Hex4();
-          if (!cp) return false;
-          uint32_t v = *cp;
-          if (v >= 0xD800 && v <= 0xDBFF) {
-            if (s_.substr(i_, 2) != "\\u") return false;
-            i_ += 2;
-            auto lo = Hex4();
-            if (!lo || *lo < 0xDC00 || *lo > 0xDFFF) return false;
-            v = 0x10000 + ((v - 0xD800) << 10) + (*lo - 0xDC00);
-          } else if (v >= 0xDC00 && v <= 0xDFFF) {
-            return false;
-          }
-          AppendUtf8(out, v);
-          break;
-        }
-        default:
-          return false;
-      }
-    }
-    return false;
-  }
-
-  std::optional<uint32_t> Hex4() {
-    if (i_ + 4 > s_.size()) return std::nullopt;
-    uint32_t v = 0;
-    for (int k = 0; k < 4; ++k) {
-      char c = s_[i_++];
-      int d = (c >= '0' && c <= '9')   ? c - '0'
-              : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-              : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                       : -1;
-      if (d < 0) return std::nullopt;
-      v = v * 16 + static_cast<uint32_t>(d);
-    }
-    return v;
-  }
-
-  void Blank() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' ||
-                              s_[i_] == '\r' || s_[i_] == '\n'))
-      ++i_;
-  }
-  bool Eat(char c) {
-    if (i_ < s_.size() && s_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
-
-  std::string_view s_;
-  size_t i_ = 0;
-};
-
-}  // namespace
-
-void AppendJsonString(std::string* out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (size_t i = 0; i < s.size();) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(static_cast<char>(c));
-      ++i;
-    } else if (c < 0x20 || c == 0x7F) {
-      out->append("\\u00");
-      out->push_back(kHex[c >> 4]);
-      out->push_back(kHex[c & 15]);
-      ++i;
-    } else if (c < 0x80) {
-      out->push_back(static_cast<char>(c));
-      ++i;
-    } else if (size_t n = Utf8SequenceLength(s, i); n > 0) {
-      out->append(s.substr(i, n));
-      i += n;
-    } else {
-      out->append("\\u00");
-      out->push_back(kHex[c >> 4]);
-      out->push_back(kHex[c & 15]);
-      ++i;
+    if (!value.is_array()) return std::nullopt;  // floats, null, objects
+    for (const Json& item : value) {
+      if (!item.is_string()) return std::nullopt;
     }
   }
-  out->push_back('"');
-}
-
-std::optional<JsonObject> ParseFlatJsonObject(std::string_view text) {
-  return JsonParser(text).Object();
+  return std::move(j).value();
 }
 
 std::string Timestamp14(int64_t time_us) {

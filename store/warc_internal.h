@@ -8,9 +8,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
+#include "base/json.h"
 #include "base/status.h"
 
 typedef struct evp_md_ctx_st EVP_MD_CTX;
@@ -64,20 +64,13 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 // parameters; "" when there is none.
 std::string HttpMimeType(std::string_view head);
 
-// Appends `s` as a JSON string literal (quotes included). Valid UTF-8 goes
-// through as is; a byte that is not part of valid UTF-8 becomes \u00XX
-// (JSON cannot carry raw bytes).
-void AppendJsonString(std::string* out, std::string_view s);
-
-// The values our own JSON lines use: strings, integers, booleans and
-// arrays of strings.
-using JsonValue =
-    std::variant<std::string, int64_t, bool, std::vector<std::string>>;
-using JsonObject = std::map<std::string, JsonValue, std::less<>>;
-
-// Parses one flat JSON object of such values (surrounding blanks allowed).
-// nullopt for anything else, including nested objects and floats.
-std::optional<JsonObject> ParseFlatJsonObject(std::string_view text);
+// Parses one JSON object of the kind our own JSON lines are (CDXJ blocks,
+// feed lines): members whose values are strings, integers of at most 18
+// digits, booleans or arrays of strings (surrounding blanks allowed), with
+// json::Parse's rules (strict UTF-8, no duplicate keys). nullopt for
+// anything else, including nested objects and floats: a line we did not
+// write is not guessed at.
+std::optional<Json> ParseFlatJsonObject(std::string_view text);
 
 // Epoch microseconds -> 14-digit UTC "YYYYMMDDhhmmss".
 std::string Timestamp14(int64_t time_us);

@@ -1,7 +1,8 @@
-// Tests of daemon/metrics.h: the registry's rules, and its output read back
+// Tests of metrics/metrics.h: the registry's rules, its output read back
 // by a small parser of the Prometheus text format 0.0.4
-// (https://prometheus.io/docs/instrumenting/exposition_formats/).
-#include "daemon/metrics.h"
+// (https://prometheus.io/docs/instrumenting/exposition_formats/), and the
+// JSON snapshot one process imports from another.
+#include "metrics/metrics.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace crawld::daemon {
+namespace crawld::metrics {
 namespace {
 
 struct Sample {
@@ -120,7 +121,7 @@ Exposition ParseExposition(const std::string& text) {
 }
 
 TEST(CrawldMetrics, CounterIsExposedWithTotalSuffix) {
-  MetricsRegistry reg;
+  Registry reg;
   Result<Counter*> c = reg.GetCounter("crawld_pages_fetched", "Pages fetched.",
                                       {{"worker", "0"}});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -135,7 +136,7 @@ TEST(CrawldMetrics, CounterIsExposedWithTotalSuffix) {
 }
 
 TEST(CrawldMetrics, SameNameAndLabelsGiveTheSameSeries) {
-  MetricsRegistry reg;
+  Registry reg;
   Counter* a = *reg.GetCounter("x_total", "X.", {{"a", "1"}, {"b", "2"}});
   Counter* b = *reg.GetCounter("x", "X.", {{"b", "2"}, {"a", "1"}});
   Counter* other = *reg.GetCounter("x", "X.", {{"a", "1"}, {"b", "3"}});
@@ -145,7 +146,7 @@ TEST(CrawldMetrics, SameNameAndLabelsGiveTheSameSeries) {
 }
 
 TEST(CrawldMetrics, GaugeGoesUpAndDown) {
-  MetricsRegistry reg;
+  Registry reg;
   Gauge* g = *reg.GetGauge("crawld_queue_urls", "Queued URLs.");
   g->Set(10);
   g->Add(-3.5);
@@ -156,7 +157,7 @@ TEST(CrawldMetrics, GaugeGoesUpAndDown) {
 }
 
 TEST(CrawldMetrics, HistogramBucketsAreCumulativeAndUpperInclusive) {
-  MetricsRegistry reg;
+  Registry reg;
   Histogram* h = *reg.GetHistogram("crawld_fetch_seconds", "Fetch time.",
                                    {0.1, 1, 10}, {{"code", "200"}});
   for (double v : {0.05, 0.1, 0.5, 1.0, 5.0, 50.0}) h->Observe(v);
@@ -175,13 +176,13 @@ TEST(CrawldMetrics, HistogramBucketsAreCumulativeAndUpperInclusive) {
 }
 
 TEST(CrawldMetrics, DefaultBucketsWhenNoneGiven) {
-  MetricsRegistry reg;
+  Registry reg;
   Histogram* h = *reg.GetHistogram("lat_seconds", "Latency.", {});
-  EXPECT_EQ(h->bounds(), MetricsRegistry::DefaultBuckets());
+  EXPECT_EQ(h->bounds(), Registry::DefaultBuckets());
 }
 
 TEST(CrawldMetrics, LabelValuesAndHelpAreEscaped) {
-  MetricsRegistry reg;
+  Registry reg;
   const std::string hostile = "a\"b\\c\nd} x=\"1\"";
   Counter* c = *reg.GetCounter("errors", "Errors by \\ host\nsecond line.",
                                {{"host", hostile}});
@@ -196,7 +197,7 @@ TEST(CrawldMetrics, LabelValuesAndHelpAreEscaped) {
 }
 
 TEST(CrawldMetrics, OutputIsSortedAndStable) {
-  MetricsRegistry reg;
+  Registry reg;
   (*reg.GetGauge("b_gauge", "B.", {{"k", "z"}}))->Set(1);
   (*reg.GetGauge("b_gauge", "B.", {{"k", "a"}}))->Set(2);
   (*reg.GetGauge("a_gauge", "A."))->Set(3);
@@ -209,7 +210,7 @@ TEST(CrawldMetrics, OutputIsSortedAndStable) {
 }
 
 TEST(CrawldMetrics, SpecialValuesUseExpositionSpelling) {
-  MetricsRegistry reg;
+  Registry reg;
   (*reg.GetGauge("g_inf", "I."))->Set(INFINITY);
   (*reg.GetGauge("g_nan", "N."))->Set(std::nan(""));
   (*reg.GetGauge("g_small", "S."))->Set(0.1);
@@ -220,7 +221,7 @@ TEST(CrawldMetrics, SpecialValuesUseExpositionSpelling) {
 }
 
 TEST(CrawldMetrics, CollectorsRunBeforeRender) {
-  MetricsRegistry reg;
+  Registry reg;
   Gauge* g = *reg.GetGauge("open_files", "Open files.");
   int calls = 0;
   reg.AddCollector([&] { g->Set(++calls * 10); });
@@ -229,7 +230,7 @@ TEST(CrawldMetrics, CollectorsRunBeforeRender) {
 }
 
 TEST(CrawldMetrics, InvalidRegistrationsAreRejected) {
-  MetricsRegistry reg;
+  Registry reg;
   EXPECT_FALSE(reg.GetCounter("9bad", "").ok());
   EXPECT_FALSE(reg.GetCounter("bad-name", "").ok());
   EXPECT_FALSE(reg.GetCounter("ok", "", {{"__reserved", "x"}}).ok());
@@ -250,9 +251,9 @@ TEST(CrawldMetrics, InvalidRegistrationsAreRejected) {
 }
 
 TEST(CrawldMetrics, SeriesCapStopsLabelExplosion) {
-  MetricsRegistry::Options options;
+  Registry::Options options;
   options.max_series = 3;
-  MetricsRegistry reg(options);
+  Registry reg(options);
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(
         reg.GetCounter("by_host", "", {{"host", std::to_string(i)}}).ok());
@@ -264,5 +265,131 @@ TEST(CrawldMetrics, SeriesCapStopsLabelExplosion) {
   EXPECT_TRUE(reg.GetCounter("by_host", "", {{"host", "1"}}).ok());
 }
 
+// --- Snapshot and Import: worker metrics as structured data (issue 13) ---
+
+// What a worker registers (the shapes that matter: a counter with and
+// without labels, a gauge, a histogram).
+void FillLikeAWorker(Registry& r, double pages, double h4xx) {
+  (*r.GetCounter("crawld_pages_fetched_total", "Pages."))->Increment(pages);
+  (*r.GetCounter("crawld_events_total", "Events.", {{"event", "http_4xx"}}))
+      ->Increment(h4xx);
+  (*r.GetGauge("crawld_queued_urls", "Queued."))->Set(pages * 2);
+  Histogram* h =
+      *r.GetHistogram("crawld_fetch_duration_seconds", "Durations.", {0.1, 1});
+  h->Observe(0.05);
+  h->Observe(0.5);
+}
+
+TEST(CrawldMetrics, ImportLabelsEachWorkerAndRendersOneExposition) {
+  Registry w0, w1;
+  FillLikeAWorker(w0, 10, 1);
+  FillLikeAWorker(w1, 7, 2);
+  Registry sup;
+  (*sup.GetGauge("crawld_workers_up", "Up."))->Set(2);
+  // Through the text a worker would send.
+  auto wire = [](Registry& r) {
+    return *json::Parse(json::Dump(r.Snapshot()));
+  };
+  EXPECT_EQ(sup.Import(wire(w0), {{"worker", "0"}}), 0u);
+  EXPECT_EQ(sup.Import(wire(w1), {{"worker", "1"}}), 0u);
+  const std::string text = sup.Render();
+  const Exposition e = ParseExposition(text);
+  ASSERT_EQ(e.error, "") << text;
+  EXPECT_EQ(e.Value("crawld_pages_fetched_total", {{"worker", "0"}}), 10);
+  EXPECT_EQ(e.Value("crawld_pages_fetched_total", {{"worker", "1"}}), 7);
+  EXPECT_EQ(
+      e.Value("crawld_events_total", {{"event", "http_4xx"}, {"worker", "1"}}),
+      2);
+  EXPECT_EQ(e.Value("crawld_queued_urls", {{"worker", "1"}}), 14);
+  EXPECT_EQ(e.Value("crawld_fetch_duration_seconds_bucket",
+                    {{"le", "0.1"}, {"worker", "0"}}),
+            1);
+  EXPECT_EQ(e.Value("crawld_fetch_duration_seconds_bucket",
+                    {{"le", "+Inf"}, {"worker", "0"}}),
+            2);
+  EXPECT_EQ(e.Value("crawld_fetch_duration_seconds_count", {{"worker", "1"}}),
+            2);
+  EXPECT_DOUBLE_EQ(
+      e.Value("crawld_fetch_duration_seconds_sum", {{"worker", "1"}}), 0.55);
+  EXPECT_EQ(e.Value("crawld_workers_up"), 2);
+  EXPECT_EQ(e.type.at("crawld_fetch_duration_seconds"), "histogram");
+  EXPECT_EQ(e.type.at("crawld_pages_fetched_total"), "counter");
+  EXPECT_EQ(e.help.at("crawld_queued_urls"), "Queued.");
+  // One HELP and one TYPE per family.
+  size_t types = 0;
+  for (size_t p = 0; (p = text.find("# TYPE ", p)) != std::string::npos; ++p) {
+    ++types;
+  }
+  EXPECT_EQ(types, e.type.size());
+}
+
+TEST(CrawldMetrics, SnapshotKeepsSpecialValuesAndImportSums) {
+  Registry w;
+  (*w.GetGauge("g_inf", "I."))->Set(INFINITY);
+  (*w.GetGauge("g_nan", "N."))->Set(std::nan(""));
+  (*w.GetGauge("g", "G.", {{"k", "v"}}))->Set(1.5);
+  Json snap = w.Snapshot();
+  Registry sum;
+  EXPECT_EQ(sum.Import(snap), 0u);
+  EXPECT_EQ(sum.Import(snap), 0u);  // the same labels twice: added up
+  const Exposition e = ParseExposition(sum.Render());
+  ASSERT_EQ(e.error, "");
+  EXPECT_EQ(e.Value("g", {{"k", "v"}}), 3);
+  EXPECT_EQ(e.Value("g_inf"), INFINITY);
+  EXPECT_TRUE(std::isnan(e.Value("g_nan")));
+}
+
+TEST(CrawldMetrics, ImportSkipsHostileSeriesOneByOneNotTheWholeSnapshot) {
+  Result<Json> snap = json::Parse(R"({"families": [
+    {"name": "a_total", "type": "counter", "help": "A.", "series": [
+      {"labels": {"worker": "9", "x": "q\"\\\n"}, "value": 1},
+      {"labels": {"x": 1}, "value": 1},
+      {"labels": {"bad-label": "1"}, "value": 1},
+      {"labels": {}, "value": "lots"},
+      {"value": 1}]},
+    {"name": "a_total", "type": "gauge", "help": "", "series": [
+      {"labels": {}, "value": 5}]},
+    {"name": "9bad", "type": "gauge", "series": [{"labels": {}, "value": 1}]},
+    {"name": "h", "type": "histogram", "bounds": [1, 2], "series": [
+      {"labels": {}, "buckets": [1, 2], "count": 3, "sum": 1},
+      {"labels": {"le": "1"}, "buckets": [1, 2, 3], "count": 6, "sum": 1},
+      {"labels": {}, "buckets": [1, -2, 3], "count": 6, "sum": 1},
+      {"labels": {"ok": "1"}, "buckets": [1, 2, 3], "count": 6, "sum": 9}]},
+    {"name": "h2", "type": "histogram", "bounds": [], "series": [{}]},
+    {"name": "s", "type": "summary", "series": [{}]},
+    "not an object",
+    {"name": "g", "type": "gauge", "help": "G.", "series": [
+      {"labels": {}, "value": "+Inf"}]}]})");
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  Registry reg;
+  EXPECT_EQ(reg.Import(*snap, {{"worker", "0"}}), 12u);
+  const std::string text = reg.Render();
+  const Exposition e = ParseExposition(text);
+  ASSERT_EQ(e.error, "") << text;
+  // The source's worker label is replaced, not repeated; escapes survive.
+  EXPECT_EQ(e.Value("a_total", {{"worker", "0"}, {"x", "q\"\\\n"}}), 1);
+  EXPECT_EQ(text.find("worker=\"9\""), std::string::npos);
+  EXPECT_EQ(e.Value("h_count", {{"ok", "1"}, {"worker", "0"}}), 6);
+  EXPECT_EQ(e.Value("h_bucket", {{"le", "2"}, {"ok", "1"}, {"worker", "0"}}),
+            3);
+  EXPECT_EQ(e.Value("g", {{"worker", "0"}}), INFINITY);
+  EXPECT_EQ(e.type.count("s"), 0u);
+  // Anything that is not a snapshot is one skip, and nothing else.
+  EXPECT_EQ(reg.Import(Json("x")), 1u);
+  EXPECT_EQ(reg.Import(Json::object()), 1u);
+}
+
+TEST(CrawldMetrics, ImportRespectsTheSeriesCap) {
+  Registry w;
+  for (int i = 0; i < 5; ++i) {
+    (*w.GetCounter("by_host", "", {{"host", std::to_string(i)}}))->Increment();
+  }
+  Registry::Options options;
+  options.max_series = 3;
+  Registry capped(options);
+  EXPECT_EQ(capped.Import(w.Snapshot()), 2u);
+  EXPECT_EQ(capped.series_count(), 3u);
+}
+
 }  // namespace
-}  // namespace crawld::daemon
+}  // namespace crawld::metrics

@@ -1,11 +1,11 @@
 // Prometheus text exposition 0.0.4, see metrics.h for the deviations.
-#include "daemon/metrics.h"
+#include "metrics/metrics.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 
-namespace crawld::daemon {
+namespace crawld::metrics {
 
 namespace {
 
@@ -83,14 +83,14 @@ void Histogram::Observe(double value) {
   sum_ += value;
 }
 
-struct MetricsRegistry::Series {
-  MetricLabels labels;  // sorted by name
+struct Registry::Series {
+  Labels labels;  // sorted by name
   std::unique_ptr<Counter> counter;
   std::unique_ptr<Gauge> gauge;
   std::unique_ptr<Histogram> histogram;
 };
 
-struct MetricsRegistry::Family {
+struct Registry::Family {
   std::string name;  // as exposed (counters with "_total")
   std::string help;
   int type = kCounter;
@@ -100,16 +100,16 @@ struct MetricsRegistry::Family {
   std::map<std::vector<std::string>, Series> series;
 };
 
-std::vector<double> MetricsRegistry::DefaultBuckets() {
+std::vector<double> Registry::DefaultBuckets() {
   return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 }
 
-MetricsRegistry::MetricsRegistry(const Options& options) : options_(options) {}
-MetricsRegistry::~MetricsRegistry() = default;
+Registry::Registry(const Options& options) : options_(options) {}
+Registry::~Registry() = default;
 
-Result<MetricsRegistry::Family*> MetricsRegistry::FindOrAddFamily(
+Result<Registry::Family*> Registry::FindOrAddFamily(
     std::string_view name, std::string_view help, int type,
-    const MetricLabels& labels, const std::vector<double>* bounds) {
+    const Labels& labels, const std::vector<double>* bounds) {
   if (!IsMetricName(name)) {
     return Status::InvalidArgument("invalid metric name '" + std::string(name) +
                                    "'");
@@ -165,9 +165,9 @@ Result<MetricsRegistry::Family*> MetricsRegistry::FindOrAddFamily(
   return raw;
 }
 
-Result<MetricsRegistry::Series*> MetricsRegistry::FindOrAddSeries(
-    Family* family, const MetricLabels& labels) {
-  MetricLabels sorted = labels;
+Result<Registry::Series*> Registry::FindOrAddSeries(Family* family,
+                                                    const Labels& labels) {
+  Labels sorted = labels;
   std::sort(sorted.begin(), sorted.end());
   std::vector<std::string> key;
   key.reserve(sorted.size());
@@ -184,9 +184,9 @@ Result<MetricsRegistry::Series*> MetricsRegistry::FindOrAddSeries(
   return &s;
 }
 
-Result<Counter*> MetricsRegistry::GetCounter(std::string_view name,
-                                             std::string_view help,
-                                             const MetricLabels& labels) {
+Result<Counter*> Registry::GetCounter(std::string_view name,
+                                      std::string_view help,
+                                      const Labels& labels) {
   if (name.ends_with("_total")) name.remove_suffix(6);
   Result<Family*> f = FindOrAddFamily(name, help, kCounter, labels, nullptr);
   if (!f.ok()) return f.status();
@@ -196,9 +196,8 @@ Result<Counter*> MetricsRegistry::GetCounter(std::string_view name,
   return (*s)->counter.get();
 }
 
-Result<Gauge*> MetricsRegistry::GetGauge(std::string_view name,
-                                         std::string_view help,
-                                         const MetricLabels& labels) {
+Result<Gauge*> Registry::GetGauge(std::string_view name, std::string_view help,
+                                  const Labels& labels) {
   Result<Family*> f = FindOrAddFamily(name, help, kGauge, labels, nullptr);
   if (!f.ok()) return f.status();
   Result<Series*> s = FindOrAddSeries(*f, labels);
@@ -207,10 +206,10 @@ Result<Gauge*> MetricsRegistry::GetGauge(std::string_view name,
   return (*s)->gauge.get();
 }
 
-Result<Histogram*> MetricsRegistry::GetHistogram(std::string_view name,
-                                                 std::string_view help,
-                                                 std::vector<double> bounds,
-                                                 const MetricLabels& labels) {
+Result<Histogram*> Registry::GetHistogram(std::string_view name,
+                                          std::string_view help,
+                                          std::vector<double> bounds,
+                                          const Labels& labels) {
   if (bounds.empty()) bounds = DefaultBuckets();
   for (size_t i = 0; i < bounds.size(); ++i) {
     if (!std::isfinite(bounds[i]) || (i > 0 && !(bounds[i - 1] < bounds[i]))) {
@@ -229,16 +228,15 @@ Result<Histogram*> MetricsRegistry::GetHistogram(std::string_view name,
   return (*s)->histogram.get();
 }
 
-void MetricsRegistry::AddCollector(std::function<void()> fn) {
+void Registry::AddCollector(std::function<void()> fn) {
   collectors_.push_back(std::move(fn));
 }
 
 namespace {
 
 // Writes `name{labels[,le="bound"]} value\n`.
-void AppendSample(std::string* out, std::string_view name,
-                  const MetricLabels& labels, const std::string* le,
-                  double value) {
+void AppendSample(std::string* out, std::string_view name, const Labels& labels,
+                  const std::string* le, double value) {
   out->append(name);
   if (!labels.empty() || le != nullptr) {
     out->push_back('{');
@@ -266,7 +264,7 @@ void AppendSample(std::string* out, std::string_view name,
 
 }  // namespace
 
-std::string MetricsRegistry::Render() {
+std::string Registry::Render() {
   for (const auto& fn : collectors_) fn();
   std::string out;
   for (const auto& [exposed, f] : families_) {
@@ -302,4 +300,170 @@ std::string MetricsRegistry::Render() {
   return out;
 }
 
-}  // namespace crawld::daemon
+namespace {
+
+// A sample value as JSON: a number, or the text-format spelling of a
+// non-finite one.
+Json ValueJson(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  return v;
+}
+
+// The inverse of ValueJson; false for anything else.
+bool ValueFrom(const Json* j, double* out) {
+  if (j == nullptr) return false;
+  if (j->is_number()) {
+    *out = j->get<double>();
+    return true;
+  }
+  if (!j->is_string()) return false;
+  const std::string& s = j->get_ref<const std::string&>();
+  if (s == "NaN") {
+    *out = std::nan("");
+  } else if (s == "+Inf") {
+    *out = INFINITY;
+  } else if (s == "-Inf") {
+    *out = -INFINITY;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+Json LabelsJson(const Labels& labels) {
+  Json out = Json::object();
+  for (const auto& [name, value] : labels) out[name] = value;
+  return out;
+}
+
+}  // namespace
+
+Json Registry::Snapshot() {
+  for (const auto& fn : collectors_) fn();
+  Json families = Json::array();
+  for (const auto& [exposed, f] : families_) {
+    Json fam = Json::object();
+    fam["name"] = f->name;
+    fam["type"] = kTypeNames[f->type];
+    fam["help"] = f->help;
+    if (f->type == kHistogram) fam["bounds"] = f->bounds;
+    Json series = Json::array();
+    for (const auto& [key, s] : f->series) {
+      Json one = Json::object();
+      one["labels"] = LabelsJson(s.labels);
+      if (s.counter) one["value"] = ValueJson(s.counter->value());
+      if (s.gauge) one["value"] = ValueJson(s.gauge->value());
+      if (s.histogram) {
+        one["buckets"] = s.histogram->bucket_counts();
+        one["count"] = s.histogram->count();
+        one["sum"] = ValueJson(s.histogram->sum());
+      }
+      series.push_back(std::move(one));
+    }
+    fam["series"] = std::move(series);
+    families.push_back(std::move(fam));
+  }
+  Json out = Json::object();
+  out["families"] = std::move(families);
+  return out;
+}
+
+size_t Registry::Import(const Json& snapshot, const Labels& extra) {
+  const Json* families = json::Find(snapshot, "families");
+  if (families == nullptr || !families->is_array()) return 1;
+  size_t skipped = 0;
+  for (const Json& fam : *families) {
+    const Json* name = json::Find(fam, "name");
+    const Json* type = json::Find(fam, "type");
+    const Json* help = json::Find(fam, "help");
+    const Json* series = json::Find(fam, "series");
+    if (name == nullptr || !name->is_string() || type == nullptr ||
+        !type->is_string() || series == nullptr || !series->is_array()) {
+      ++skipped;
+      continue;
+    }
+    const std::string& n = name->get_ref<const std::string&>();
+    const std::string& t = type->get_ref<const std::string&>();
+    const std::string h = help != nullptr && help->is_string()
+                              ? help->get<std::string>()
+                              : std::string();
+    std::vector<double> bounds;
+    if (t == "histogram") {
+      const Json* b = json::Find(fam, "bounds");
+      bool ok = b != nullptr && b->is_array();
+      for (size_t i = 0; ok && i < b->size(); ++i) {
+        ok = (*b)[i].is_number();
+        if (ok) bounds.push_back((*b)[i].get<double>());
+      }
+      // Empty bounds would mean the default buckets to GetHistogram.
+      if (!ok || bounds.empty()) {
+        skipped += series->size();
+        continue;
+      }
+    } else if (t != "counter" && t != "gauge") {
+      skipped += series->size();
+      continue;
+    }
+    for (const Json& one : *series) {
+      Labels labels = extra;
+      const Json* ls = json::Find(one, "labels");
+      bool ok = ls != nullptr && ls->is_object();
+      if (ok) {
+        for (const auto& [k, v] : ls->items()) {
+          if (!v.is_string()) {
+            ok = false;
+            break;
+          }
+          bool replaced = false;
+          for (const auto& [ek, ev] : extra) replaced |= ek == k;
+          if (!replaced) labels.emplace_back(k, v.get<std::string>());
+        }
+      }
+      double value = 0;
+      if (!ok) {
+        ++skipped;
+      } else if (t == "counter") {
+        auto c = GetCounter(n, h, labels);
+        if (c.ok() && ValueFrom(json::Find(one, "value"), &value)) {
+          (*c)->Increment(value);
+        } else {
+          ++skipped;
+        }
+      } else if (t == "gauge") {
+        auto g = GetGauge(n, h, labels);
+        if (g.ok() && ValueFrom(json::Find(one, "value"), &value)) {
+          (*g)->Add(value);
+        } else {
+          ++skipped;
+        }
+      } else {
+        const Json* buckets = json::Find(one, "buckets");
+        const Json* count = json::Find(one, "count");
+        double sum = 0;
+        bool good = buckets != nullptr && buckets->is_array() &&
+                    buckets->size() == bounds.size() + 1 && count != nullptr &&
+                    count->is_number_unsigned() &&
+                    ValueFrom(json::Find(one, "sum"), &sum);
+        for (size_t i = 0; good && i < buckets->size(); ++i) {
+          good = (*buckets)[i].is_number_unsigned();
+        }
+        Result<Histogram*> hist = Status::InvalidArgument("malformed");
+        if (good) hist = GetHistogram(n, h, bounds, labels);
+        if (!hist.ok()) {
+          ++skipped;
+          continue;
+        }
+        Histogram& into = **hist;
+        for (size_t i = 0; i < buckets->size(); ++i) {
+          into.counts_[i] += (*buckets)[i].get<uint64_t>();
+        }
+        into.count_ += count->get<uint64_t>();
+        into.sum_ += sum;
+      }
+    }
+  }
+  return skipped;
+}
+
+}  // namespace crawld::metrics

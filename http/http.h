@@ -1,9 +1,9 @@
-// daemon/admin.h: the admin HTTP/1.1 server of crawld, on the caller's
-// libuv loop, and the small strict JSON value it reads and writes.
+// http/http.h: the admin HTTP/1.1 server of crawld on the caller's libuv
+// loop, and the small loopback client the supervisor asks its workers with.
 //
 // HTTP/1.1 per RFC 9112 (message syntax, parsed by Joyent's http-parser)
-// and RFC 9110 (semantics); JSON per RFC 8259. Conventions, limits and the
-// endpoint list: docs/API.md. Deliberate choices:
+// and RFC 9110 (semantics). JSON bodies use base/json.h. Conventions,
+// limits and the endpoint list: docs/API.md. Deliberate choices:
 //  - Only origin-form request targets ("/path?query"); anything else is 400.
 //  - Requests on one connection are answered strictly in order, one at a
 //    time: the next pipelined request is parsed only once the previous
@@ -11,11 +11,16 @@
 //  - Every error is a JSON object {"error": "...", "status": N}, and every
 //    error found while parsing (400, 408, 413, 431) closes the connection,
 //    since the rest of the byte stream can no longer be trusted.
+//  - A protocol upgrade (an Upgrade header, e.g. a websocket handshake) is
+//    400: RFC 9110 section 7.8 lets a server ignore Upgrade, and answering
+//    it with a plain 200 would tell the client the switch happened.
 //  - Bearer token auth (RFC 6750) with a constant-time compare; a server on
 //    a non-loopback address without a token refuses to start.
-//  - JSON duplicate object keys are an error, and strings must be UTF-8.
-#ifndef CRAWLD_DAEMON_ADMIN_H_
-#define CRAWLD_DAEMON_ADMIN_H_
+//  - Connections that only hold a socket never lock others out: when the
+//    connection cap is reached, the one that has waited longest for a
+//    request makes room (ServerOptions::max_connections).
+#ifndef CRAWLD_HTTP_HTTP_H_
+#define CRAWLD_HTTP_HTTP_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -24,101 +29,18 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <variant>
 #include <vector>
 
+#include "base/json.h"
 #include "base/status.h"
+#include "http/options.h"
 
 struct uv_loop_s;  // uv_loop_t, from <uv.h>
 
-namespace crawld::daemon {
+namespace crawld::http {
 
 // ---------------------------------------------------------------------------
-// JSON
-
-// Limits applied by Json::Parse to untrusted text.
-struct JsonLimits {
-  // Longest accepted input, in bytes.
-  size_t max_bytes = 1 << 20;
-  // Deepest nesting of arrays and objects; 1 is a flat array or object.
-  // Bounds the parser's recursion and the value's destructor's.
-  int max_depth = 64;
-};
-
-// A JSON value: null, bool, number (a double), string (UTF-8), array or
-// object (members kept in insertion order). A plain value type; copies are
-// deep.
-class Json {
- public:
-  enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
-  using Array = std::vector<Json>;
-  using Member = std::pair<std::string, Json>;
-  using Object = std::vector<Member>;
-
-  Json() = default;                                 // null
-  Json(std::nullptr_t) {}                           // NOLINT
-  Json(bool b) : v_(b) {}                           // NOLINT
-  Json(int n) : v_(static_cast<double>(n)) {}       // NOLINT
-  Json(int64_t n) : v_(static_cast<double>(n)) {}   // NOLINT
-  Json(uint64_t n) : v_(static_cast<double>(n)) {}  // NOLINT
-  Json(double n) : v_(n) {}                         // NOLINT
-  Json(const char* s) : v_(std::string(s)) {}       // NOLINT
-  Json(std::string_view s) : v_(std::string(s)) {}  // NOLINT
-  Json(std::string s) : v_(std::move(s)) {}         // NOLINT
-  Json(Array a) : v_(std::move(a)) {}               // NOLINT
-  static Json MakeObject() { return Json(Object()); }
-  static Json MakeArray() { return Json(Array()); }
-
-  // Parses one JSON text (RFC 8259: any value at the top, surrounding
-  // whitespace allowed). Fails with InvalidArgument naming the byte offset
-  // on a syntax error, invalid UTF-8 or a lone surrogate, a duplicate object
-  // key, a number out of double range, or trailing bytes; with
-  // ResourceExhausted past the limits. Never crashes on any input.
-  [[nodiscard]] static Result<Json> Parse(std::string_view text,
-                                          const JsonLimits& limits = {});
-
-  // Compact JSON text. Non-finite numbers are written as null, and invalid
-  // UTF-8 in strings as U+FFFD, so the output always parses.
-  [[nodiscard]] std::string Dump() const;
-
-  [[nodiscard]] Type type() const { return static_cast<Type>(v_.index()); }
-  [[nodiscard]] bool is_null() const { return type() == Type::kNull; }
-  [[nodiscard]] bool is_bool() const { return type() == Type::kBool; }
-  [[nodiscard]] bool is_number() const { return type() == Type::kNumber; }
-  [[nodiscard]] bool is_string() const { return type() == Type::kString; }
-  [[nodiscard]] bool is_array() const { return type() == Type::kArray; }
-  [[nodiscard]] bool is_object() const { return type() == Type::kObject; }
-
-  // Accessors. REQUIRES: the matching type (asserted).
-  [[nodiscard]] bool as_bool() const { return std::get<bool>(v_); }
-  [[nodiscard]] double as_number() const { return std::get<double>(v_); }
-  [[nodiscard]] const std::string& as_string() const {
-    return std::get<std::string>(v_);
-  }
-  [[nodiscard]] const Array& items() const { return std::get<Array>(v_); }
-  [[nodiscard]] const Object& members() const { return std::get<Object>(v_); }
-
-  // The member named key of an object, or nullptr when absent or when this
-  // is not an object. The pointer is valid until this value is modified.
-  [[nodiscard]] const Json* Find(std::string_view key) const;
-
-  // Sets member key of an object, replacing an existing one in place.
-  // REQUIRES: is_object(). Returns *this for chaining.
-  Json& Set(std::string_view key, Json value);
-  // Appends to an array. REQUIRES: is_array(). Returns *this.
-  Json& Push(Json value);
-
-  friend bool operator==(const Json& a, const Json& b) { return a.v_ == b.v_; }
-
- private:
-  explicit Json(Object o) : v_(std::move(o)) {}
-  friend class JsonParser;
-
-  std::variant<std::monostate, bool, double, std::string, Array, Object> v_;
-};
-
-// ---------------------------------------------------------------------------
-// HTTP messages
+// Messages
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
@@ -146,8 +68,8 @@ struct Request {
   [[nodiscard]] const std::string* Header(std::string_view name) const;
   // The path parameter `name` of the matched route, or nullptr.
   [[nodiscard]] const std::string* Param(std::string_view name) const;
-  // The body parsed as JSON; an empty body is an error.
-  [[nodiscard]] Result<Json> JsonBody(const JsonLimits& limits = {}) const;
+  // The body parsed by json::Parse; an empty body is an error.
+  [[nodiscard]] Result<Json> JsonBody(const json::Limits& limits = {}) const;
 };
 
 struct Response {
@@ -158,6 +80,7 @@ struct Response {
   // written by the server and must not be given here.
   HeaderList headers;
 
+  // body = json::Dump(body).
   static Response MakeJson(int status, const Json& body);
   // {"error": message, "status": status}.
   static Response MakeError(int status, std::string_view message);
@@ -167,17 +90,6 @@ struct Response {
 
 // The reason phrase for a status code ("Not Found"), "" if unknown.
 std::string_view StatusReason(int status);
-
-// Limits the request parser enforces; part of AdminServer::Options.
-struct RequestLimits {
-  // Request line plus header names and values, in bytes -> 431.
-  size_t max_header_bytes = 16 * 1024;
-  // Number of header fields -> 431.
-  size_t max_headers = 100;
-  // De-chunked body, in bytes -> 413 (checked against Content-Length before
-  // the body is read).
-  size_t max_body_bytes = 1 << 20;
-};
 
 // The server's incremental request parser, without sockets: bytes in,
 // requests or an error out. Exposed so that tests and the fuzz target drive
@@ -250,8 +162,8 @@ class Responder {
 
 using Handler = std::function<void(const Request&, Responder)>;
 
-// One answered request, for AdminServer::Options::on_response. The views
-// are valid only during the call.
+// One answered request, for ServerOptions::on_response. The views are
+// valid only during the call.
 struct AccessRecord {
   std::string_view method;  // empty when the request could not be parsed
   std::string_view path;    // raw (percent-encoded) path, or empty
@@ -264,62 +176,24 @@ struct AccessRecord {
 //
 // Loop affinity: every method, every handler call and every Responder use
 // happens on the loop given to Create(); nothing here starts a thread.
-class AdminServer {
+class Server {
  public:
-  struct Options {
-    // --- behaviour
-    // Numeric IPv4 or IPv6 address to listen on. Not a loopback address
-    // (127.0.0.0/8, ::1) requires a token.
-    std::string bind_address = "127.0.0.1";
-    // TCP port; 0 picks a free ephemeral port (see port()).
-    uint16_t port = 0;
-    // When not empty, requests need "Authorization: Bearer <token>" (401
-    // otherwise).
-    std::string token;
-    // When false, GET and HEAD go without the token and only the other
-    // methods (the mutating ones) need it. Ignored without a token.
-    bool token_for_reads = true;
-
-    // --- limits
-    RequestLimits request;
-    // JSON bodies read through Request::JsonBody() in handlers should use
-    // these (the server itself never parses bodies).
-    JsonLimits json;
-    // Open connections; one more is answered 503 and closed.
-    size_t max_connections = 64;
-    // From the first byte of a request to its last (and for writing a
-    // response), in ms; then 408 and close. Defeats slowloris.
-    uint64_t request_timeout_ms = 10'000;
-    // A keep-alive connection with no request in progress is closed after
-    // this many ms.
-    uint64_t idle_timeout_ms = 60'000;
-    // A handler that has not responded after this many ms gets a 503 sent
-    // on its behalf, and the connection is closed.
-    uint64_t handler_timeout_ms = 30'000;
-    // listen() backlog.
-    int backlog = 128;
-
-    // --- collaborators
-    // Called on the loop for every response the server sends (handler
-    // answers and the server's own errors), e.g. to count requests by
-    // status in metrics or to write an access log. Must not block.
-    std::function<void(const AccessRecord&)> on_response;
-  };
+  using Options = ServerOptions;
 
   // Validates options, binds and starts listening on loop.
   // Fails with InvalidArgument for an unparsable address or a zero limit,
   // FailedPrecondition for a non-loopback address without a token, IOError
   // when bind/listen fails (e.g. the port is taken).
   // REQUIRES: loop outlives the server and is run by the caller.
-  [[nodiscard]] static Result<std::unique_ptr<AdminServer>> Create(
+  [[nodiscard]] static Result<std::unique_ptr<Server>> Create(
       uv_loop_s* loop, const Options& options);
 
   // Closes the listener and every connection at once (in-flight requests
   // are dropped; their Responders then return false). The loop must run
   // once more afterwards to release the handles.
-  ~AdminServer();
-  AdminServer(const AdminServer&) = delete;
-  AdminServer& operator=(const AdminServer&) = delete;
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
 
   // Adds a route: method (exact, e.g. "GET"; a GET route also answers
   // HEAD) and a pattern of '/'-separated segments, each literal or
@@ -336,14 +210,80 @@ class AdminServer {
   [[nodiscard]] uint16_t port() const;
   // Open connections now.
   [[nodiscard]] size_t connection_count() const;
+  // Connections closed so far to make room for a new one.
+  [[nodiscard]] uint64_t evicted_count() const;
 
   struct Impl;  // internal
 
  private:
-  explicit AdminServer(std::unique_ptr<Impl> impl);
+  explicit Server(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace crawld::daemon
+// True for 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104 written as numeric
+// addresses; false for anything else, including names.
+[[nodiscard]] bool IsLoopbackAddress(std::string_view numeric_address);
 
-#endif  // CRAWLD_DAEMON_ADMIN_H_
+// ---------------------------------------------------------------------------
+// The client
+
+// HTTP calls on a libuv loop, without blocking it: libcurl's multi
+// interface driven by the loop's poll handles and a timer, the pattern of
+// fetcher/ (curl docs/examples/multi-uv.c). Meant for crawld's own
+// loopback calls (the supervisor asking its workers): no proxy, no
+// redirects, http:// only.
+//
+// Loop affinity: every method and every callback on the loop given to
+// Create(). REQUIRES: curl_global_init() was called.
+class Client {
+ public:
+  using Options = ClientOptions;
+
+  struct Call {
+    std::string method = "GET";  // GET or POST
+    std::string url;             // e.g. "http://127.0.0.1:40123/api/status"
+    std::string body;            // POST body, sent as application/json
+    std::string token;           // bearer token; empty = none
+  };
+
+  struct Reply {
+    bool ok = false;  // a whole response arrived (any status)
+    // Nothing reached the server (refused, bad URL): the call may be
+    // tried elsewhere without having acted twice.
+    bool connect_failed = false;
+    int status = 0;
+    std::string content_type;  // as sent, may be empty
+    std::string body;
+    std::string error;  // why not ok
+  };
+
+  using Done = std::function<void(Reply)>;
+
+  // Fails with Internal when curl's multi handle cannot be made.
+  [[nodiscard]] static Result<std::unique_ptr<Client>> Create(
+      uv_loop_s* loop, const Options& options);
+
+  // Abandons the calls in flight: their Done is never called. The loop
+  // must run once more afterwards to release the handles.
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Starts a call. done runs exactly once, later, on the loop (never
+  // inside Start), unless the Client is destroyed first. done may destroy
+  // the Client.
+  void Start(Call call, Done done);
+
+  // Calls started and not yet delivered.
+  [[nodiscard]] size_t in_flight() const;
+
+  struct Impl;  // internal
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace crawld::http
+
+#endif  // CRAWLD_HTTP_HTTP_H_
