@@ -431,8 +431,7 @@ constexpr Key kKeys[] = {
     BoolKey(CRAWLD_CONF_FIELD(parse, follow_other_links),
             "Also follow links a browser does not list as hyperlinks: link "
             "rel=canonical, next and alternate, meta refresh, frame and "
-            "iframe src, SVG anchors (each labelled in the metadata "
-            "record)."),
+            "iframe src, SVG anchors."),
     // [politeness]
     IntKey(CRAWLD_CONF_FIELD(politeness, min_delay_ms), 0, 3'600'000,
            "Least milliseconds between two requests to one host; must not "
