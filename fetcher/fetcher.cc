@@ -712,12 +712,11 @@ struct Fetcher::Impl {
     stats.connections += static_cast<uint64_t>(std::max(connects, 0L));
     r.status_code = f->head_final ? f->status : 0;
     if (aborted) {
+      // Cut by us, not by the server: nothing to record (the caller fetches
+      // the URL again), whatever had arrived.
       r.error = ErrorClass::kAborted;
       r.error_message = "shutdown";
-      if (f->head_final && !f->body_complete) {
-        r.truncated = true;
-        r.truncated_reason = "disconnect";
-      }
+      r.status_code = 0;
     } else if (f->header_too_large ||
                (!f->head_final && code == CURLE_OUT_OF_MEMORY)) {
       // curl refuses a single header line over 100 KB (CURL_MAX_HTTP_HEADER)

@@ -116,12 +116,13 @@ struct Options {
 // successful transfer: the whole response arrived, framed as it said.
 //
 // What the caller may record depends on the class and on status_code:
-//   status_code == 0  no response to record (no complete head, or a head
-//                     whose framing is invalid); kConnect, kTimeout, kTls,
-//                     kProtocol, kHeaderTooLarge, kFraming, kAborted, kOther
+//   status_code == 0  no response to record (no complete head, a head
+//                     whose framing is invalid, or a transfer we aborted):
+//                     kConnect, kTimeout, kTls, kProtocol, kHeaderTooLarge,
+//                     kFraming, kAborted (always), kOther
 //   status_code  > 0  a complete head, with the body as far as it arrived:
 //                     kNone (complete), or kTooLarge, kTimeout, kIncomplete,
-//                     kOther, kAborted with truncated = true
+//                     kOther with truncated = true
 // docs/STORE.md ("Failed transfers") says what the WARC gets for each.
 enum class ErrorClass {
   kNone,
@@ -193,7 +194,7 @@ struct Response {
   // hit, timeout, connection lost. Set also when not one body byte came.
   bool truncated = false;
   // WARC-Truncated reason when truncated: "length" (kTooLarge), "time"
-  // (kTimeout), "disconnect" (kIncomplete, kAborted), "unspecified"
+  // (kTimeout), "disconnect" (kIncomplete), "unspecified"
   // (kOther: a local failure such as a full spill disk).
   std::string truncated_reason;
   std::string ip;                    // the address actually connected
@@ -240,10 +241,11 @@ class Fetcher {
   [[nodiscard]] size_t in_flight() const;
   [[nodiscard]] Stats stats() const;
 
-  // Aborts every transfer (each `done` runs with kAborted, what arrived so
-  // far kept, before Shutdown returns), cleans up curl and closes the uv
-  // handles. Idempotent. The loop must run once more (uv_run) to finish
-  // closing the handles before uv_loop_close().
+  // Aborts every transfer (each `done` runs with kAborted and status_code
+  // 0, before Shutdown returns: nothing of a cut transfer is to be
+  // recorded), cleans up curl and closes the uv handles. Idempotent. The loop
+  // must run once more (uv_run) to finish closing the handles before
+  // uv_loop_close().
   void Shutdown();
 
  private:

@@ -719,6 +719,35 @@ TEST_F(FetcherTest, Crawld_ShutdownAbortsTransfers) {
   ASSERT_TRUE(RunUntil([&] { return late; }));
 }
 
+// A transfer we cut ourselves is nothing to record, even with its head in:
+// the caller fetches the URL again after the restart.
+TEST_F(FetcherTest, Issue19_ShutdownAfterTheHeadLeavesNothingToRecord) {
+  server_.Handle("/half", [](Exchange& ex) {
+    if (ex.Send("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123")) {
+      ex.Sleep(20000);
+    }
+    ex.close_after = true;
+  });
+  std::vector<std::string> states;
+  options_.on_state_change = [&](std::string_view, std::string_view,
+                                 std::string_view to) {
+    states.push_back(std::string(to));
+  };
+  Make();
+  std::optional<Response> got;
+  fetcher_->Submit({Url("/half"), "127.0.0.1", {}},
+                   [&](Response&& r) { got = std::move(r); });
+  ASSERT_TRUE(
+      RunUntil([&] { return !states.empty() && states.back() == "body"; }));
+  fetcher_->Shutdown();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->error, ErrorClass::kAborted);
+  EXPECT_EQ(got->status_code, 0);
+  EXPECT_TRUE(got->response_head.empty());
+  EXPECT_EQ(got->body.size(), 0u);
+  EXPECT_FALSE(got->truncated);
+}
+
 TEST_F(FetcherTest, Crawld_FetcherMayBeDestroyedInsideCallback) {
   Make();
   int calls = 0;
