@@ -110,6 +110,48 @@ void AddField(std::string* out, std::string_view name, std::string_view value) {
   out->append("\r\n");
 }
 
+// One record's bytes in one reusable buffer. The block is assembled after
+// a headroom, so that the WARC header, which can only be built once the
+// block's digests are known, is copied in front of it without moving the
+// block: libdeflate compresses one contiguous input. (Inserting the header
+// in front used to move every block once more: a second copy of each body
+// on its way to the disk, issue 16.)
+class RecordBuffer {
+ public:
+  // Starts an empty block; keeps the allocation.
+  void Clear() { buf_.resize(kHeadroom); }
+  void Reserve(size_t block_bytes) {
+    buf_.reserve(kHeadroom + block_bytes + 4);
+  }
+  void Append(std::string_view data) { buf_.append(data); }
+  void Assign(std::string_view data) {
+    Clear();
+    Append(data);
+  }
+  std::string_view block() const {
+    return std::string_view(buf_).substr(kHeadroom);
+  }
+  size_t size() const { return buf_.size() - kHeadroom; }
+
+  // header + block + CRLF CRLF, contiguous, valid until the next change.
+  std::string_view Seal(std::string_view header) {
+    buf_.append("\r\n\r\n");
+    if (header.size() <= kHeadroom) {
+      const size_t at = kHeadroom - header.size();
+      std::copy(header.begin(), header.end(), buf_.begin() + at);
+      return std::string_view(buf_).substr(at);
+    }
+    // A header longer than the headroom (a very long URL): move once.
+    buf_.replace(0, kHeadroom, header);
+    return buf_;
+  }
+
+ private:
+  // Our WARC headers take about 700 bytes plus the target URI.
+  static constexpr size_t kHeadroom = 4096;
+  std::string buf_ = std::string(kHeadroom, '\0');
+};
+
 }  // namespace
 
 Env* Env::Default() {
@@ -201,19 +243,19 @@ class WarcWriter::Impl {
 
     // Response block: head + body, assembled once in record_ so that the
     // digests and the compressor all read the same contiguous bytes.
-    record_.clear();
-    record_.reserve(r.response_head.size() + body_size);
-    record_.append(r.response_head);
+    record_.Clear();
+    record_.Reserve(r.response_head.size() + body_size);
+    record_.Append(r.response_head);
     if (r.body != nullptr) {
       Status s = r.body->ForEachChunk([this](std::string_view chunk) {
-        record_.append(chunk);
+        record_.Append(chunk);
         return Status::Ok();
       });
       if (!s.ok()) return s;
     }
-    std::string block_digest = Digest(record_);
+    std::string block_digest = Digest(record_.block());
     std::string payload_digest =
-        Digest(std::string_view(record_).substr(r.response_head.size()));
+        Digest(record_.block().substr(r.response_head.size()));
     std::string header = Begin("response", response_id);
     AddField(&header, "WARC-Warcinfo-ID", warcinfo_id_);
     AddField(&header, "WARC-Concurrent-To", request_id);
@@ -282,7 +324,7 @@ class WarcWriter::Impl {
     const std::string request_id =
         r.request_head.empty() ? std::string() : NewRecordId();
     const std::string date = Iso8601Micros(r.fetch_time_us);
-    record_.assign(r.response_head);
+    record_.Assign(r.response_head);
     std::string header = Begin("revisit", id);
     AddField(&header, "WARC-Warcinfo-ID", warcinfo_id_);
     if (!request_id.empty())
@@ -295,7 +337,7 @@ class WarcWriter::Impl {
     if (!o.record_id.empty()) AddField(&header, "WARC-Refers-To", o.record_id);
     AddField(&header, "WARC-Refers-To-Target-URI", o.target_uri);
     if (!o.date.empty()) AddField(&header, "WARC-Refers-To-Date", o.date);
-    AddField(&header, "WARC-Block-Digest", Digest(record_));
+    AddField(&header, "WARC-Block-Digest", Digest(record_.block()));
     if (!o.payload_digest.empty())
       AddField(&header, "WARC-Payload-Digest", o.payload_digest);
     // 6.7.2: "A WARC-Truncated header with reason 'length' shall be used
@@ -335,14 +377,14 @@ class WarcWriter::Impl {
       return Status::ResourceExhausted("store: metadata block too large");
     if (Status s = MaybeRotate(); !s.ok()) return s;
     const std::string id = NewRecordId();
-    record_.assign(block);
+    record_.Assign(block);
     std::string header = Begin("metadata", id);
     AddField(&header, "WARC-Warcinfo-ID", warcinfo_id_);
     AddField(&header, "WARC-Target-URI", target_uri);
     AddField(&header, "WARC-Date", Iso8601Micros(time_us));
     if (!concurrent_to.empty())
       AddField(&header, "WARC-Concurrent-To", concurrent_to);
-    AddField(&header, "WARC-Block-Digest", Digest(record_));
+    AddField(&header, "WARC-Block-Digest", Digest(record_.block()));
     if (!content_type.empty()) AddField(&header, "Content-Type", content_type);
     AddField(&header, "Content-Length", std::to_string(record_.size()));
     header.append("\r\n");
@@ -362,13 +404,13 @@ class WarcWriter::Impl {
       return Status::ResourceExhausted("store: conversion text too large");
     if (Status s = MaybeRotate(); !s.ok()) return s;
     const std::string id = NewRecordId();
-    record_.assign(text);
+    record_.Assign(text);
     std::string header = Begin("conversion", id);
     AddField(&header, "WARC-Warcinfo-ID", warcinfo_id_);
     AddField(&header, "WARC-Target-URI", target_uri);
     AddField(&header, "WARC-Date", Iso8601Micros(time_us));
     if (!refers_to.empty()) AddField(&header, "WARC-Refers-To", refers_to);
-    AddField(&header, "WARC-Block-Digest", Digest(record_));
+    AddField(&header, "WARC-Block-Digest", Digest(record_.block()));
     AddField(&header, "Content-Type", "text/plain; charset=utf-8");
     AddField(&header, "Content-Length", std::to_string(record_.size()));
     header.append("\r\n");
@@ -440,7 +482,7 @@ class WarcWriter::Impl {
     AddField(&header, "Content-Type", "application/http;msgtype=request");
     AddField(&header, "Content-Length", std::to_string(r.request_head.size()));
     header.append("\r\n");
-    record_.assign(r.request_head);
+    record_.Assign(r.request_head);
     return WriteMember(header, id);
   }
 
@@ -560,13 +602,12 @@ class WarcWriter::Impl {
   Result<RecordRef> WriteMember(const std::string& header,
                                 const std::string& id) {
     // libdeflate has no streaming input, so the member's input must be one
-    // buffer: prepend the header in place (one memmove of the block).
-    record_.insert(0, header);
-    record_.append("\r\n\r\n");
-    size_t bound = libdeflate_gzip_compress_bound(compressor_, record_.size());
+    // buffer: the header goes into the headroom in front of the block.
+    const std::string_view member = record_.Seal(header);
+    size_t bound = libdeflate_gzip_compress_bound(compressor_, member.size());
     if (out_.size() < bound) out_.resize(bound);
-    size_t n = libdeflate_gzip_compress(compressor_, record_.data(),
-                                        record_.size(), out_.data(), bound);
+    size_t n = libdeflate_gzip_compress(compressor_, member.data(),
+                                        member.size(), out_.data(), bound);
     if (n == 0) return Status::Internal("store: libdeflate_gzip_compress");
     const uint64_t at = offset_;
     if (Status s = WriteAll(
@@ -688,20 +729,21 @@ class WarcWriter::Impl {
     index_offset_ = 0;
     warcinfo_id_ = NewRecordId();
 
-    record_.clear();
-    AddField(&record_, "software", opt_.software);
-    AddField(&record_, "format", "WARC File Format 1.1");
-    AddField(&record_, "conformsTo", kConformsTo);
-    AddField(&record_, "isPartOf", opt_.prefix);
-    if (!hostname_.empty()) AddField(&record_, "hostname", hostname_);
+    std::string info;
+    AddField(&info, "software", opt_.software);
+    AddField(&info, "format", "WARC File Format 1.1");
+    AddField(&info, "conformsTo", kConformsTo);
+    AddField(&info, "isPartOf", opt_.prefix);
+    if (!hostname_.empty()) AddField(&info, "hostname", hostname_);
     if (!opt_.user_agent.empty())
-      AddField(&record_, "http-header-user-agent", opt_.user_agent);
+      AddField(&info, "http-header-user-agent", opt_.user_agent);
     if (!opt_.operator_contact.empty())
-      AddField(&record_, "operator", opt_.operator_contact);
+      AddField(&info, "operator", opt_.operator_contact);
+    record_.Assign(info);
     std::string header = Begin("warcinfo", warcinfo_id_);
     AddField(&header, "WARC-Date", Iso8601Micros(now_us));
     AddField(&header, "WARC-Filename", name);
-    AddField(&header, "WARC-Block-Digest", Digest(record_));
+    AddField(&header, "WARC-Block-Digest", Digest(record_.block()));
     AddField(&header, "Content-Type", "application/warc-fields");
     AddField(&header, "Content-Length", std::to_string(record_.size()));
     header.append("\r\n");
@@ -749,7 +791,7 @@ class WarcWriter::Impl {
   bool broken_ = false;
 
   // Reused across records so steady-state writing allocates nothing.
-  std::string record_;
+  RecordBuffer record_;
   std::vector<uint8_t> out_;
 };
 
