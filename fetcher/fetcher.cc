@@ -270,8 +270,9 @@ struct Fetcher::Impl {
     uint64_t body_in = 0;        // payload bytes taken into the body
     bool body_complete = false;  // the framing says the body ended
     bool header_too_large = false;
-    bool framing_error = false;
+    bool framing_error = false;   // the head's framing is invalid
     std::string framing_message;  // why, for framing_error
+    std::string chunk_error;      // why the chunked body could not be read
     bool too_large = false;       // max_body reached, transfer stopped
     Status write_error;           // DocBuffer append failure
 
@@ -411,6 +412,7 @@ struct Fetcher::Impl {
       return false;
     }
     f->framing = *framing;
+    f->response.framing_note = f->framing.note;
     f->body_complete =
         f->framing.kind == internal::BodyFraming::Kind::kNone ||
         (f->framing.kind == internal::BodyFraming::Kind::kLength &&
@@ -452,9 +454,10 @@ struct Fetcher::Impl {
       case internal::BodyFraming::Kind::kChunked: {
         Status s = f->chunked.Feed(
             data, [f](std::string_view chunk) { return TakeBody(f, chunk); });
+        // RFC 9112 8: a chunked coding that fails to decode leaves an
+        // incomplete message, to be recorded as such (JudgeBody).
         if (s.code() == Status::Code::kInvalidArgument) {
-          f->framing_error = true;
-          f->framing_message = s.message();
+          f->chunk_error = s.message();
         }
         if (!s.ok()) return 0;
         f->body_complete = f->chunked.done();
@@ -672,6 +675,13 @@ struct Fetcher::Impl {
     } else if (!f->write_error.ok()) {
       r.error = ErrorClass::kOther;
       r.error_message = f->write_error.ToString();
+      r.truncated_reason = "unspecified";
+    } else if (!f->chunk_error.empty()) {
+      // We stopped reading, not the server: "unspecified", not
+      // "disconnect".
+      r.error = ErrorClass::kIncomplete;
+      r.error_message = "body cut after " + std::to_string(r.body.size()) +
+                        " bytes: " + f->chunk_error;
       r.truncated_reason = "unspecified";
     } else if (!f->timeout_message.empty() ||
                code == CURLE_OPERATION_TIMEDOUT) {

@@ -21,11 +21,13 @@
 //   decodes for the parser. The chunked transfer coding is undone by the
 //   fetcher itself (fetcher/framing.h), not by curl.
 // - A response is judged by its framing (RFC 9112 section 6.3), not by
-//   curl's result alone: invalid framing (differing or malformed
-//   Content-Length, Transfer-Encoding with Content-Length, a malformed
-//   chunk) discards the response as RFC 9112 requires, and a body is
-//   complete exactly when its Content-Length is reached, its last chunk
-//   was read, or (close-delimited) the server closed the connection.
+//   curl's result alone: a head with invalid framing (differing or
+//   malformed Content-Length) is discarded as RFC 9112 requires; a chunked
+//   body that fails to decode is kept as incomplete (RFC 9112 section 8);
+//   Transfer-Encoding overrides a Content-Length (6.3 item 3, noted in
+//   framing_note); and a body is complete exactly when its Content-Length
+//   is reached, its last chunk was read, or (close-delimited) the server
+//   closed the connection.
 // - The whole-transfer and low-speed limits are kept by the fetcher, not by
 //   curl (curl 7.88 checks CURLOPT_TIMEOUT before it reads, so a loop
 //   blocked past the limit cut responses that had arrived in full, issue
@@ -135,13 +137,16 @@ enum class ErrorClass {
                     // connection closed before the head completed
   kHeaderTooLarge,  // the head was over max_header_bytes (or one line over
                     // curl's 100 KB): nothing of it is kept
-  kFraming,         // invalid message framing (RFC 9112 6.3, 7.1): differing or
-                    // malformed Content-Length, Transfer-Encoding with
-                    // Content-Length or in HTTP/1.0, an unsupported transfer
-                    // coding, a malformed chunk; the response is discarded
-  kIncomplete,      // the head arrived but the body ended before its framing
-                    // said (closed or reset before Content-Length or the last
-                    // chunk); what arrived is kept, truncated "disconnect"
+  kFraming,         // invalid message framing in the head (RFC 9112 6.3):
+                    // differing or malformed Content-Length,
+                    // Transfer-Encoding in HTTP/1.0, a transfer coding other
+                    // than chunked; the response is discarded
+  kIncomplete,      // the head arrived but not the whole body its framing
+                    // announced: closed or reset before Content-Length or
+                    // the last chunk (truncated "disconnect"), or a chunked
+                    // coding that failed to decode, which RFC 9112 8 says to
+                    // record as incomplete (truncated "unspecified"); what
+                    // arrived is kept
   kAborted,         // Shutdown() cancelled the transfer
   kOther,           // bad request arguments, out of memory, local I/O errors
 };
@@ -194,9 +199,14 @@ struct Response {
   // hit, timeout, connection lost. Set also when not one body byte came.
   bool truncated = false;
   // WARC-Truncated reason when truncated: "length" (kTooLarge), "time"
-  // (kTimeout), "disconnect" (kIncomplete), "unspecified"
-  // (kOther: a local failure such as a full spill disk).
+  // (kTimeout), "disconnect" (kIncomplete: the server closed),
+  // "unspecified" (kIncomplete: a malformed chunk; kOther: a local failure
+  // such as a full spill disk).
   std::string truncated_reason;
+  // A framing oddity the response survived, for logs and counters; ""
+  // normally. Today: Transfer-Encoding with Content-Length, framed by the
+  // Transfer-Encoding (RFC 9112 6.3 item 3).
+  std::string framing_note;
   std::string ip;                    // the address actually connected
   int64_t start_us = 0, end_us = 0;  // wall clock, epoch microseconds
 };

@@ -57,10 +57,6 @@ Result<BodyFraming> FramingOf(
       return Status::InvalidArgument(
           "HTTP/1.0 response with Transfer-Encoding (RFC 9112 section 6.1)");
     }
-    if (has_length) {
-      return Status::InvalidArgument(
-          "both Transfer-Encoding and Content-Length (RFC 9112 section 6.1)");
-    }
     if (codings.size() != 1 || codings[0] != "chunked") {
       std::string list;
       for (const std::string& c : codings)
@@ -71,6 +67,11 @@ Result<BodyFraming> FramingOf(
           "section 10.1.4, RFC 9112 section 6.1)");
     }
     framing.kind = BodyFraming::Kind::kChunked;
+    if (has_length) {
+      framing.note =
+          "both Transfer-Encoding and Content-Length: Transfer-Encoding "
+          "wins (RFC 9112 section 6.3)";
+    }
     return framing;
   }
   if (!has_length) return framing;  // kClose

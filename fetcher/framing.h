@@ -34,6 +34,9 @@ struct BodyFraming {
   };
   Kind kind = Kind::kClose;
   uint64_t length = 0;  // kLength only
+  // A framing oddity the message survives, for logs and counters: ""
+  // normally; set when Transfer-Encoding overrode a Content-Length.
+  std::string note;
 };
 
 // The framing of a final response (status >= 200) from its status code,
@@ -41,15 +44,17 @@ struct BodyFraming {
 // InvalidArgument, with a message naming the rule, for invalid framing:
 // - Content-Length values that are not 1*DIGIT, or that differ (a list or
 //   repeated field of identical values is one value, RFC 9110 8.6);
-// - Transfer-Encoding together with Content-Length (RFC 9112 6.1: "ought to
-//   be handled as an error", request smuggling and response splitting);
 // - Transfer-Encoding in an HTTP/1.0 response (RFC 9112 6.1: faulty);
 // - a transfer coding other than a single "chunked": we send no TE header
 //   (RFC 9110 10.1.4), so no other coding may be used, and a body still
 //   transfer-coded would be stored as if it were the payload ("identity"
 //   is ignored).
-// The checks do not apply to bodyless statuses, whose framing headers
-// describe nothing.
+// Transfer-Encoding with Content-Length is framed by the Transfer-Encoding
+// (RFC 9112 6.3 item 3: it "overrides the Content-Length"), and `note`
+// says so: the message "ought to be handled as an error", but the body's
+// end is well defined, and a crawler that dropped such pages would lose
+// what every browser shows. The checks do not apply to bodyless statuses,
+// whose framing headers describe nothing.
 [[nodiscard]] Result<BodyFraming> FramingOf(
     int status, std::string_view version,
     const std::vector<std::pair<std::string, std::string>>& headers);

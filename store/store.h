@@ -22,8 +22,9 @@
 //   intact).
 // - A record never misdescribes what arrived (issue 19): a response or
 //   revisit whose head is not an HTTP response head, or whose framing is
-//   invalid (differing or malformed Content-Length, Transfer-Encoding with
-//   Content-Length), is refused; a body shorter than its Content-Length is
+//   invalid (differing or malformed Content-Length without a
+//   Transfer-Encoding to override it), is refused; a body shorter than its
+//   Content-Length is
 //   written with WARC-Truncated (the caller's reason, else "unspecified").
 //   docs/STORE.md, "Failed transfers", says what is recorded for each
 //   failure of a fetch.
@@ -161,9 +162,10 @@ struct RecordRef {
 //
 // REQUIRES (else InvalidArgument, nothing written): response_head is an
 // HTTP response head (status line, fields, blank line) whose framing is
-// valid: Content-Length values all equal and 1*DIGIT, not together with
-// Transfer-Encoding (RFC 9112 6.3; statuses without a body, 1xx 204 304,
-// are not judged); no CR, LF or NUL in target_uri, ip or truncated.
+// valid: Content-Length values all equal and 1*DIGIT unless a
+// Transfer-Encoding overrides them (RFC 9112 6.3; statuses without a body,
+// 1xx 204 304, are not judged); no CR, LF or NUL in target_uri, ip or
+// truncated.
 struct FetchRecord {
   std::string target_uri;
   // WARC-IP-Address (empty: header omitted).

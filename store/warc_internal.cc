@@ -181,7 +181,6 @@ HeadFraming ParseHeadFraming(std::string_view head) {
   f.status = HttpStatus(head);
   f.bodyless =
       f.status >= 100 && (f.status < 200 || f.status == 204 || f.status == 304);
-  bool has_length = false;
   bool lengths_bad = false;
   std::string bad;
   size_t pos = head.find('\n');
@@ -211,7 +210,6 @@ HeadFraming ParseHeadFraming(std::string_view head) {
         if (!item.empty() && !ascii::EqualsIgnoreCase(item, "identity"))
           f.transfer_coded = true;
       } else {
-        has_length = true;
         uint64_t n = 0;
         bool digits = !item.empty() && item.size() <= 18;
         for (char c : item) {
@@ -236,11 +234,10 @@ HeadFraming ParseHeadFraming(std::string_view head) {
   }
   if (lengths_bad) f.content_length.reset();
   if (f.bodyless) return f;
-  if (lengths_bad) {
+  // With Transfer-Encoding, the Content-Length is overridden (RFC 9112 6.3
+  // item 3): it neither frames nor invalidates the body.
+  if (lengths_bad && !f.transfer_coded)
     f.error = bad + " (RFC 9112 section 6.3)";
-  } else if (has_length && f.transfer_coded) {
-    f.error = "both Transfer-Encoding and Content-Length (RFC 9112 6.1)";
-  }
   return f;
 }
 

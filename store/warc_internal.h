@@ -68,8 +68,8 @@ struct HeadFraming {
   // The Content-Length, when the head gives one (and it is valid).
   std::optional<uint64_t> content_length;
   // Invalid framing, why: Content-Length values that are not 1*DIGIT or
-  // that differ, or Content-Length with Transfer-Encoding. "" when valid.
-  // Never set for bodyless statuses.
+  // that differ, without a Transfer-Encoding (which overrides them, RFC
+  // 9112 6.3 item 3). "" when valid. Never set for bodyless statuses.
   std::string error;
 };
 HeadFraming ParseHeadFraming(std::string_view head);
