@@ -30,7 +30,14 @@ constexpr size_t kReadChunk = 256u << 10;
 constexpr size_t kMaxLimit = 100000;
 
 std::string Errno(const std::string& what) {
-  return what + ": " + strerror(errno);
+  const int e = errno;
+  std::string msg = what + ": " + strerror(e);
+  if (e == ENOSPC || e == EDQUOT) {
+    msg += " (disk full: free space, then resume the crawl)";
+  } else if (e == EROFS || e == EACCES || e == EPERM) {
+    msg += " (the directory is not writable)";
+  }
+  return msg;
 }
 
 std::string SegmentName(int worker, uint32_t segment) {
@@ -136,12 +143,12 @@ std::optional<FeedEntry> ParseFeedLine(std::string_view line) {
   return e;
 }
 
-Status WriteAllAt(int fd, std::string_view data, uint64_t at,
+Status WriteAllAt(Env* env, int fd, std::string_view data, uint64_t at,
                   const std::string& name) {
   size_t done = 0;
   while (done < data.size()) {
-    ssize_t w = ::pwrite(fd, data.data() + done, data.size() - done,
-                         static_cast<off_t>(at + done));
+    ssize_t w =
+        env->Pwrite(fd, data.data() + done, data.size() - done, at + done);
     if (w < 0) {
       if (errno == EINTR) continue;
       return Status::IOError(Errno("feed: write " + name));
@@ -163,19 +170,17 @@ class FeedWriter::Impl {
   explicit Impl(FeedOptions o) : opt_(std::move(o)) {
     opt_.worker_id = std::clamp(opt_.worker_id, 0, 99999);
     opt_.segment_bytes = std::max(opt_.segment_bytes, kMinSegmentBytes);
+    env_ = opt_.env != nullptr ? opt_.env : Env::Default();
   }
   ~Impl() {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) env_->Close(fd_);
     if (lock_fd_ >= 0) ::close(lock_fd_);
   }
 
   Status Init() {
     if (opt_.dir.empty()) return Status::InvalidArgument("feed: empty dir");
-    std::error_code ec;
-    std::filesystem::create_directories(opt_.dir, ec);
-    if (ec)
-      return Status::IOError("feed: cannot create " + opt_.dir + ": " +
-                             ec.message());
+    if (env_->CreateDirs(opt_.dir) != 0)
+      return Status::IOError(Errno("feed: cannot create " + opt_.dir));
     char lock_name[64];
     std::snprintf(lock_name, sizeof(lock_name), "/feed-%05d.lock",
                   opt_.worker_id);
@@ -202,9 +207,9 @@ class FeedWriter::Impl {
     }
     line_ = FormatFeedLine(entry);
     const uint64_t start = offset_;
-    Status s = WriteAllAt(fd_, line_, start, name_);
+    Status s = WriteAllAt(env_, fd_, line_, start, name_);
     if (!s.ok()) {
-      if (::ftruncate(fd_, static_cast<off_t>(start)) != 0) {
+      if (env_->Ftruncate(fd_, start) != 0) {
         // The segment may now end in a partial line; readers never return
         // it, and the next Open cuts it. Refuse to append after it.
         closed_ = true;
@@ -219,7 +224,7 @@ class FeedWriter::Impl {
 
   Status Flush() {
     if (fd_ < 0 || !opt_.fsync) return Status::Ok();
-    if (::fdatasync(fd_) != 0)
+    if (env_->Sync(fd_, true) != 0)
       return Status::IOError(Errno("feed: fdatasync " + name_));
     return Status::Ok();
   }
@@ -237,9 +242,9 @@ class FeedWriter::Impl {
  private:
   Status CloseFd(int fd, const std::string& name) const {
     Status result;
-    if (opt_.fsync && ::fsync(fd) != 0)
+    if (opt_.fsync && env_->Sync(fd, false) != 0)
       result = Status::IOError(Errno("feed: fsync " + name));
-    if (::close(fd) != 0 && result.ok())
+    if (env_->Close(fd) != 0 && result.ok())
       result = Status::IOError(Errno("feed: close " + name));
     return result;
   }
@@ -255,9 +260,8 @@ class FeedWriter::Impl {
       if (!kept.ok()) return kept.status();
       size = *kept;
     }
-    int fd =
-        ::open(path.c_str(),
-               O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0644);
+    int fd = env_->Open(
+        path, O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0644);
     if (fd < 0) return Status::IOError(Errno("feed: open " + path));
     if (create && opt_.fsync) SyncDir(opt_.dir);
     const int old_fd = fd_;
@@ -273,6 +277,7 @@ class FeedWriter::Impl {
   Status Rotate() { return OpenSegment(segment_ + 1, /*create=*/true); }
 
   FeedOptions opt_;
+  Env* env_;  // not owned
   int fd_ = -1;
   int lock_fd_ = -1;
   std::string name_;

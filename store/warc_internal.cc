@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/ascii.h"
+#include "base/time.h"
 #include "store/store.h"
 
 namespace crawld::store {
@@ -60,13 +62,7 @@ std::optional<std::string> HexToBase32(std::string_view hex) {
   if (hex.size() != 40) return std::nullopt;
   std::string bytes;
   for (size_t i = 0; i < 40; i += 2) {
-    auto nibble = [](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      return -1;
-    };
-    int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
+    const int hi = ascii::HexValue(hex[i]), lo = ascii::HexValue(hex[i + 1]);
     if (hi < 0 || lo < 0) return std::nullopt;
     bytes.push_back(static_cast<char>(hi * 16 + lo));
   }
@@ -82,48 +78,32 @@ std::optional<bool> DigestMatches(std::string_view declared,
     declared.remove_suffix(1);
   size_t colon = declared.find(':');
   if (colon == std::string_view::npos) return std::nullopt;
-  if (!EqualsIgnoreCase(declared.substr(0, colon), "sha1")) return std::nullopt;
+  if (!ascii::EqualsIgnoreCase(declared.substr(0, colon), "sha1"))
+    return std::nullopt;
   std::string_view value = declared.substr(colon + 1);
   std::string_view ours = computed.substr(5);  // after "sha1:"
   if (value.size() == 32) {
     // Base32 is case-insensitive in practice (some tools write lower case).
-    return EqualsIgnoreCase(value, ours);
+    return ascii::EqualsIgnoreCase(value, ours);
   }
   if (auto b32 = HexToBase32(value)) return *b32 == ours;
   return std::nullopt;
 }
 
-std::string FormatWarcDate(int64_t time_us) {
-  int64_t secs = time_us / 1000000;
-  int64_t frac = time_us % 1000000;
-  if (frac < 0) {  // floor for times before 1970
-    frac += 1000000;
-    secs -= 1;
-  }
-  time_t t = static_cast<time_t>(secs);
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
-                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                tm.tm_min, tm.tm_sec, static_cast<int>(frac));
-  return buf;
-}
+std::string FormatWarcDate(int64_t time_us) { return Iso8601Micros(time_us); }
 
 bool IsWarcDate(std::string_view v) {
   // YYYY-MM-DDThh:mm:ss
   static constexpr std::string_view kShape = "dddd-dd-ddTdd:dd:dd";
   if (v.size() < kShape.size() + 1) return false;
   for (size_t i = 0; i < kShape.size(); ++i) {
-    if (kShape[i] == 'd' ? !std::isdigit(static_cast<unsigned char>(v[i]))
-                         : v[i] != kShape[i])
+    if (kShape[i] == 'd' ? !ascii::IsDigit(v[i]) : v[i] != kShape[i])
       return false;
   }
   std::string_view rest = v.substr(kShape.size());
   if (rest.front() == '.') {
     size_t n = 1;
-    while (n < rest.size() && std::isdigit(static_cast<unsigned char>(rest[n])))
-      ++n;
+    while (n < rest.size() && ascii::IsDigit(rest[n])) ++n;
     if (n == 1 || n > 10) return false;
     rest.remove_prefix(n);
   }
@@ -133,8 +113,7 @@ bool IsWarcDate(std::string_view v) {
 namespace {
 
 bool IsHttpVersion(std::string_view v) {
-  return v.size() >= 6 && v.substr(0, 5) == "HTTP/" &&
-         std::isdigit(static_cast<unsigned char>(v[5]));
+  return v.size() >= 6 && v.substr(0, 5) == "HTTP/" && ascii::IsDigit(v[5]);
 }
 
 bool IsToken(std::string_view v) {
@@ -160,7 +139,7 @@ std::optional<size_t> HttpHeadLength(std::string_view block, bool response) {
     std::string_view code = line.substr(sp + 1, 3);
     if (code.size() != 3) return std::nullopt;
     for (char c : code) {
-      if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+      if (!ascii::IsDigit(c)) return std::nullopt;
     }
     if (line.size() > sp + 4 && line[sp + 4] != ' ') return std::nullopt;
   } else {
@@ -191,20 +170,75 @@ int HttpStatus(std::string_view head) {
     return -1;
   int code = 0;
   for (size_t i = sp + 1; i < sp + 4; ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(line[i]))) return -1;
+    if (!ascii::IsDigit(line[i])) return -1;
     code = code * 10 + (line[i] - '0');
   }
   return code;
 }
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
+HeadFraming ParseHeadFraming(std::string_view head) {
+  HeadFraming f;
+  f.status = HttpStatus(head);
+  f.bodyless =
+      f.status >= 100 && (f.status < 200 || f.status == 204 || f.status == 304);
+  bool lengths_bad = false;
+  std::string bad;
+  size_t pos = head.find('\n');
+  while (pos != std::string_view::npos && pos + 1 < head.size()) {
+    const size_t start = pos + 1;
+    const size_t end = head.find('\n', start);
+    std::string_view line = head.substr(start, end == std::string_view::npos
+                                                   ? std::string_view::npos
+                                                   : end - start);
+    pos = end;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) break;
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos || ascii::IsHttpSpace(line[0]))
+      continue;  // not a field line (obs-fold continuations carry no length)
+    const std::string_view name = line.substr(0, colon);
+    std::string_view value = line.substr(colon + 1);
+    const bool is_length = ascii::EqualsIgnoreCase(name, "Content-Length");
+    const bool is_coding = ascii::EqualsIgnoreCase(name, "Transfer-Encoding");
+    if (!is_length && !is_coding) continue;
+    // RFC 9110 5.6.1: comma-separated list elements.
+    while (true) {
+      const size_t comma = value.find(',');
+      const std::string_view item =
+          ascii::TrimHttpSpace(value.substr(0, comma));
+      if (is_coding) {
+        if (!item.empty() && !ascii::EqualsIgnoreCase(item, "identity"))
+          f.transfer_coded = true;
+      } else {
+        uint64_t n = 0;
+        bool digits = !item.empty() && item.size() <= 18;
+        for (char c : item) {
+          digits = digits && ascii::IsDigit(c);
+          if (digits) n = n * 10 + static_cast<uint64_t>(c - '0');
+        }
+        if (!digits) {
+          lengths_bad = true;
+          bad = "invalid Content-Length '" + std::string(item.substr(0, 40)) +
+                "'";
+        } else if (f.content_length && *f.content_length != n) {
+          lengths_bad = true;
+          bad = "Content-Length values " + std::to_string(*f.content_length) +
+                " and " + std::to_string(n) + " differ";
+        } else if (!lengths_bad) {
+          f.content_length = n;
+        }
+      }
+      if (comma == std::string_view::npos) break;
+      value.remove_prefix(comma + 1);
+    }
   }
-  return true;
+  if (lengths_bad) f.content_length.reset();
+  if (f.bodyless) return f;
+  // With Transfer-Encoding, the Content-Length is overridden (RFC 9112 6.3
+  // item 3): it neither frames nor invalidates the body.
+  if (lengths_bad && !f.transfer_coded)
+    f.error = bad + " (RFC 9112 section 6.3)";
+  return f;
 }
 
 }  // namespace internal
@@ -212,9 +246,9 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 bool FieldNameLess::operator()(std::string_view a, std::string_view b) const {
   size_t n = std::min(a.size(), b.size());
   for (size_t i = 0; i < n; ++i) {
-    int ca = std::tolower(static_cast<unsigned char>(a[i]));
-    int cb = std::tolower(static_cast<unsigned char>(b[i]));
-    if (ca != cb) return ca < cb;
+    const char ca = ascii::ToLower(a[i]), cb = ascii::ToLower(b[i]);
+    if (ca != cb)
+      return static_cast<unsigned char>(ca) < static_cast<unsigned char>(cb);
   }
   return a.size() < b.size();
 }
@@ -248,17 +282,9 @@ std::string HttpMimeType(std::string_view head) {
     if (line.empty()) break;
     size_t colon = line.find(':');
     if (colon != std::string_view::npos &&
-        EqualsIgnoreCase(line.substr(0, colon), "content-type")) {
+        ascii::EqualsIgnoreCase(line.substr(0, colon), "content-type")) {
       std::string_view v = line.substr(colon + 1);
-      v = v.substr(0, v.find(';'));
-      while (!v.empty() && (v.front() == ' ' || v.front() == '\t'))
-        v.remove_prefix(1);
-      while (!v.empty() && (v.back() == ' ' || v.back() == '\t'))
-        v.remove_suffix(1);
-      std::string out(v);
-      for (char& c : out)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      return out;
+      return ascii::ToLower(ascii::TrimHttpSpace(v.substr(0, v.find(';'))));
     }
     pos = end;
   }
