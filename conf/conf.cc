@@ -395,6 +395,10 @@ constexpr Key kKeys[] = {
     IntKey(CRAWLD_CONF_FIELD(fetch, memory_body_bytes), 0, 1ll << 30,
            "Bodies larger than this many bytes are spilled to a temporary "
            "file instead of memory."),
+    IntKey(CRAWLD_CONF_FIELD(fetch, max_header_bytes), 1024, 16ll << 20,
+           "Bytes of a response's head (status line and header fields); a "
+           "longer head fails the fetch as header_too_large and nothing of "
+           "it is recorded."),
     BoolKey(CRAWLD_CONF_FIELD(fetch, verify_tls),
             "Verify TLS certificates and host names. Turn off only for "
             "tests."),
@@ -405,7 +409,8 @@ constexpr Key kKeys[] = {
     StringKey(CRAWLD_CONF_FIELD(fetch, accept_encoding), CheckHeaderValue,
               "printable ASCII, at most 256 bytes; may be empty",
               "Accept-Encoding request header offered to servers; empty = "
-              "send none, so bodies arrive uncompressed."),
+              "send none, so bodies arrive uncompressed. crawld decodes "
+              "gzip, deflate, br and zstd."),
 
     // [parse]
     IntKey(CRAWLD_CONF_FIELD(parse, max_bytes), 1024, 256ll << 20,

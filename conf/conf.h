@@ -90,10 +90,11 @@ struct FetchConfig {
   int64_t max_idle_connections = 4096;
   // Bodies larger than this many bytes spill to a temporary file.
   uint64_t memory_body_bytes = 64 << 10;
+  uint64_t max_header_bytes = 128 << 10;  // a response head over this fails
   bool verify_tls = true;  // verify server certificates and host names
   std::string ca_file;     // extra CA bundle (path; tests); empty = system
   // Accept-Encoding request header; empty = send none (identity only).
-  std::string accept_encoding = "gzip, deflate";
+  std::string accept_encoding = "gzip, deflate, br, zstd";
 
   bool operator==(const FetchConfig&) const = default;
 };

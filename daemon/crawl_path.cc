@@ -629,6 +629,11 @@ bool CrawlPath::Record(Job* job) {
         written->payload_digest.empty() ? std::nullopt : job->digest,
         new_simhash, written->response, r.start_us);
   }
+  if (!r.framing_note.empty()) {
+    stats_->Count("framing_note");
+    log_->Write(Level::kInfo, "framing_note",
+                {{"url", job->url}, {"note", r.framing_note}});
+  }
   if (r.error != fetcher::ErrorClass::kNone) {
     // A response arrived but the transfer was cut (cap, slow body): it is
     // recorded as truncated and counted; its links are still used.
@@ -901,11 +906,23 @@ void CrawlPath::RetryLater(Job* job) {
 }
 
 void CrawlPath::StoreFailed(Job* job, const Status& status) {
-  stats_->Count("store_error");
-  log_->Write(Level::kError, "warc_write_failed",
+  const bool record_refused =
+      status.code() == Status::Code::kInvalidArgument ||
+      status.code() == Status::Code::kResourceExhausted;
+  stats_->Count(record_refused ? "record_refused" : "store_error");
+  log_->Write(Level::kError,
+              record_refused ? "record_refused" : "warc_write_failed",
               {{"url", job->url}, {"error", status.ToString()}});
-  // Not recorded, so not lost: the page goes back to its queue, which the
-  // exit checkpoint keeps for the next start (issue 19: disk full).
+  if (record_refused) {
+    // This record cannot be written as it came (not an HTTP message, over
+    // the record cap): the store wrote nothing of it; the crawl goes on.
+    ReleaseSlots(job, {frontier::Outcome::kSuccess, 0, -1});
+    Finish(job);
+    return;
+  }
+  // The disk failed. Not recorded, so not lost: the page goes back to its
+  // queue, which the exit checkpoint keeps for the next start (issue 19:
+  // disk full).
   if (!job->robots) frontier_->PushFront(job->host_key, job->item);
   ReleaseSlots(job, {frontier::Outcome::kSuccess, 0, -1});
   Finish(job);

@@ -23,12 +23,12 @@ bool IsErrorCount(std::string_view name) {
   static constexpr std::string_view kErrors[] = {
       // fetch error classes (fetcher::ErrorClassName, and the resolver's)
       "dns", "blocked_private", "connect", "timeout", "tls", "too_large",
-      "protocol", "other",
+      "protocol", "other", "header_too_large", "framing", "incomplete",
       // answers and redirects
       "http_4xx", "http_5xx", "redirect_loop", "too_many_redirects",
       "retries_exhausted", "decode_error",
       // our own state
-      "store_error", "seen_store_error", "checkpoint_failed",
+      "store_error", "record_refused", "seen_store_error", "checkpoint_failed",
       "inbox_log_failed", "rules_reload_failed", "stored_copy_unreadable"};
   return std::find(std::begin(kErrors), std::end(kErrors), name) !=
          std::end(kErrors);
