@@ -2,6 +2,7 @@
 
 #include <string.h>  // memmem (a GNU extension; linear time in glibc)
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -144,6 +145,11 @@ void Index(Pattern* p) {
 }  // namespace
 
 std::string EscapePattern(std::string_view raw) {
+  // Most patterns have nothing to escape (Google's fast path too).
+  const bool plain = std::none_of(raw.begin(), raw.end(), [](char c) {
+    return c == '%' || static_cast<unsigned char>(c) >= 0x80;
+  });
+  if (plain) return std::string(raw);
   std::string out;
   out.reserve(raw.size() + 8);
   const size_t n = raw.size();

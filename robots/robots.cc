@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -548,9 +549,15 @@ const Rules::Rule* Rules::Decide(std::string_view path_and_query) const {
     path = internal::NormalizePath(path_and_query, &scratch);
   } else {
     // The path as Google's matcher sees it: a C string, no fragment,
-    // starting with "/".
-    path = path_and_query.substr(
-        0, path_and_query.find_first_of(std::string_view("#\0", 2)));
+    // starting with "/". (memchr: find_first_of of a set is far slower.)
+    path = path_and_query;
+    for (const char stop : {'#', '\0'}) {
+      const void* at = std::memchr(path.data(), stop, path.size());
+      if (at != nullptr) {
+        path = path.substr(
+            0, static_cast<size_t>(static_cast<const char*>(at) - path.data()));
+      }
+    }
     if (path.empty() || path[0] != '/') {
       scratch.reserve(path.size() + 1);
       scratch.push_back('/');
