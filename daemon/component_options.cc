@@ -89,6 +89,7 @@ fetcher::Options FetcherOptions(const conf::Config& c, size_t max_idle) {
   o.verify_tls = c.fetch.verify_tls;
   o.ca_file = c.fetch.ca_file;
   o.accept_encoding = c.fetch.accept_encoding;
+  o.max_header_bytes = c.fetch.max_header_bytes;
   return o;
 }
 
@@ -146,6 +147,18 @@ CrawlPath::Options PathOptions(const conf::Config& c) {
   o.robots_token = c.crawl.robots_token;
   o.max_decoded_robots_bytes = robots::Options().max_bytes + 1;
   o.parse_slots = static_cast<size_t>(c.workers.parse_threads);
+  o.follow_other_links = c.parse.follow_other_links;
+  o.parser.max_parse_bytes = static_cast<size_t>(c.parse.max_bytes);
+  o.parser.max_elements = static_cast<size_t>(c.parse.max_elements);
+  o.parser.max_attributes_per_element =
+      static_cast<size_t>(c.parse.max_attributes);
+  o.parser.max_nesting_depth = static_cast<size_t>(c.parse.max_nesting_depth);
+  o.parser.max_links = static_cast<size_t>(c.parse.max_links);
+  o.parser.scripting = c.parse.scripting;
+  o.parser.extract_frames = c.parse.follow_other_links;
+  // Text only where something uses it: SimHash, conversion records.
+  o.parser.extract_text =
+      c.store.near_duplicate_bits > 0 || c.store.conversion_records;
   return o;
 }
 

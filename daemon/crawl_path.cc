@@ -39,55 +39,15 @@ struct CrawlPath::Job {
   bool holds_slot = true;  // the host's frontier slot is not released yet
   fetcher::Response response;
   std::optional<dedupe::Digest128> digest;  // of a complete 2xx body
-  std::unique_ptr<ProcessTask> task;
-};
-
-// Step 13's work, run off the loop: everything it reads is owned by the
-// task or by the job, which the loop leaves alone meanwhile.
-struct CrawlPath::ProcessTask {
-  // In.
-  const fetcher::Response* response = nullptr;
-  std::string url;
-  std::string robots_token;
-  size_t max_decoded = 0;
-  bool want_simhash = false;
-  ProcessorRegistry* parsers = nullptr;
-  // Out.
-  Status decode;
-  bool capped = false;
-  bool parsed = false;
-  parser::Page page;
-  parser::RobotsDirectives header_robots;
-  std::optional<uint64_t> simhash;
-
-  void Run() {
-    // Page-level robots directives from the header apply to any type.
-    std::vector<std::string_view> xrt;
-    for (const auto& [name, value] : response->headers) {
-      if (ascii::EqualsIgnoreCase(name, "X-Robots-Tag")) xrt.push_back(value);
-    }
-    header_robots = parser::ParseXRobotsTag(xrt, robots_token);
-    Result<std::string> body =
-        fetcher::DecodeBody(*response, max_decoded, &capped);
-    if (!body.ok()) {
-      decode = body.status();
-      return;
-    }
-    const std::string content_type = response->Header("Content-Type");
-    const Processor* processor = parsers->For(SniffMime(content_type, *body));
-    auto doc_url = url::Parse(url);
-    if (processor == nullptr || !doc_url.ok()) return;  // archived only
-    processor->Process(*body, content_type, *doc_url, robots_token, &page);
-    parsed = true;
-    if (want_simhash && page.text.size() >= 200) {
-      simhash = dedupe::SimHash(page.text);
-    }
-  }
+  std::unique_ptr<PageTask> task;
 };
 
 CrawlPath::CrawlPath(const Options& options, const Parts& parts)
     : options_(options),
       parts_(parts),
+      recorder_({options.write_metadata, options.conversion_records},
+                parts.warc, parts.documents, parts.stats, parts.log,
+                parts.clock),
       frontier_(parts.frontier),
       ip_gate_(parts.ip_gate),
       hosts_(parts.hosts),
@@ -504,14 +464,14 @@ void CrawlPath::Process(Job* job) {
   }
   ProcessorRegistry* parsers = free_parsers_.back().release();
   free_parsers_.pop_back();
-  auto task = std::make_unique<ProcessTask>();
+  auto task = std::make_unique<PageTask>();
   task->response = &job->response;
   task->url = job->url;
   task->robots_token = options_.robots_token;
   task->max_decoded = options_.max_decoded_page_bytes;
   task->want_simhash = parts_.documents->near_enabled();
   task->parsers = parsers;
-  ProcessTask* t = task.get();
+  PageTask* t = task.get();
   job->task = std::move(task);
   parts_.pool->Run([t] { t->Run(); },
                    [this, job, parsers] {
@@ -530,7 +490,7 @@ void CrawlPath::StartQueuedProcessing() {
 }
 
 void CrawlPath::OnProcessed(Job* job) {
-  ProcessTask& t = *job->task;
+  PageTask& t = *job->task;
   if (!t.decode.ok()) {
     stats_->Count("decode_error");
     log_->Write(Level::kWarn, "decode_error",
@@ -540,111 +500,40 @@ void CrawlPath::OnProcessed(Job* job) {
   }
   if (t.decode.ok() && !t.parsed) stats_->Count("not_parsed");  // archived
   if (t.header_robots.noindex) stats_->Count("x_robots_noindex");
-  if (t.parsed && t.page.invalid_links > 0) {
-    stats_->Count("invalid_url", t.page.invalid_links);
-  }
+  if (t.parsed) CountCuts(t.page);
   if (!Record(job)) return;
   if (t.parsed) FollowLinks(job);
   Finish(job);
 }
 
+void CrawlPath::CountCuts(const parser::Page& page) {
+  // What the parser's bounds cut (issue 19: a page of any shape is parsed
+  // in bounded time): counted, never silent.
+  const parser::ParseCuts& c = page.cuts;
+  if (page.invalid_links > 0) stats_->Count("invalid_url", page.invalid_links);
+  if (c.bytes_cut) stats_->Count("parse_bytes_cut");
+  if (c.elements_cut) stats_->Count("parse_elements_cut");
+  if (c.attributes_dropped > 0) {
+    stats_->Count("parse_attributes_dropped", c.attributes_dropped);
+  }
+  if (c.elements_flattened > 0) {
+    stats_->Count("parse_elements_flattened", c.elements_flattened);
+  }
+  if (c.links_dropped > 0)
+    stats_->Count("parse_links_dropped", c.links_dropped);
+  if (c.noscript_reparses > 0) {
+    stats_->Count("parse_noscript_reparses", c.noscript_reparses);
+  }
+}
+
 // --- 14. record -------------------------------------------------------------
 
 bool CrawlPath::Record(Job* job) {
-  const fetcher::Response& r = job->response;
-  store::FetchRecord rec;
-  rec.target_uri = job->url;
-  rec.ip = r.ip;
-  rec.fetch_time_us = r.start_us;
-  rec.request_head = r.request_head;
-  rec.response_head = r.response_head;
-  rec.body = &r.body;
-  if (r.truncated) {
-    // What cut it, as the fetcher saw it: the cap, a timeout, a close.
-    rec.truncated = !r.truncated_reason.empty() ? r.truncated_reason
-                    : r.error == fetcher::ErrorClass::kTimeout ? "time"
-                                                               : "length";
-  }
-  ProcessTask* t = job->task.get();
-  const bool parsed = t != nullptr && t->parsed;
-  store::PageMetadata meta;
-  if (parsed) {
-    meta.noindex = t->header_robots.noindex || t->page.meta_noindex;
-    meta.nofollow = t->header_robots.nofollow || t->page.meta_nofollow;
-    if (meta.noindex) stats_->Count("noindex_pages");
-    meta.canonical = t->page.canonical;
-  }
-  // An exact duplicate of a body stored before (same bytes, any URL) is a
-  // revisit record; its links are still followed (issue 19: the relative
-  // links of a copy at another URL point elsewhere).
-  std::optional<Documents::Original> original =
-      job->digest.has_value() ? parts_.documents->FindExact(*job->digest)
-                              : std::nullopt;
-  std::string response_id;
-  if (original.has_value()) {
-    auto written =
-        parts_.warc->WriteRevisit(rec, original->record_id, original->uri,
-                                  original->time_us, original->payload_digest);
-    if (!written.ok()) {
-      StoreFailed(job, written.status());
-      return false;
-    }
-    stats_->Count("revisits");
-    response_id = written->record_id;
-  } else {
-    std::optional<uint64_t> new_simhash;
-    if (parsed && t->simhash.has_value()) {
-      Documents::Near near = parts_.documents->CheckNear(*t->simhash);
-      meta.near_duplicate_of = near.duplicate_of;
-      if (near.is_new) new_simhash = t->simhash;
-    }
-    rec.flags.noindex = meta.noindex;
-    rec.flags.near_duplicate_of = meta.near_duplicate_of;
-    auto written = parts_.warc->WriteExchange(rec);
-    if (!written.ok()) {
-      StoreFailed(job, written.status());
-      return false;
-    }
-    response_id = written->response.record_id;
-    parts_.documents->Remember(
-        written->payload_digest.empty() ? std::nullopt : job->digest,
-        new_simhash, written->response, r.start_us);
-  }
-  if (r.error != fetcher::ErrorClass::kNone) {
-    // A response arrived but the transfer was cut (cap, slow body): it is
-    // recorded as truncated and counted; its links are still used.
-    const std::string cls(fetcher::ErrorClassName(r.error));
-    stats_->Count(cls);
-    log_->Write(
-        Level::kWarn, "fetch_truncated",
-        {{"url", job->url}, {"class", cls}, {"error", r.error_message}});
-  }
-  if (!parsed) return true;
-  const int64_t wall = parts_.clock->WallUs();
-  if (options_.write_metadata) {
-    // application/warc-fields, as Heritrix writes it; recovery reads the
-    // outlinks back from it.
-    for (const parser::Link& link : t->page.links) {
-      meta.outlinks.push_back({link.url, link.nofollow});
-    }
-    auto written = parts_.warc->WriteMetadata(job->url, response_id, wall,
-                                              "application/warc-fields",
-                                              store::PageMetadataBlock(meta));
-    if (!written.ok()) {
-      StoreFailed(job, written.status());
-      return false;
-    }
-  }
-  if (options_.conversion_records && !original.has_value() &&
-      !t->page.text.empty()) {
-    auto conv =
-        parts_.warc->WriteConversion(job->url, response_id, wall, t->page.text);
-    if (!conv.ok()) {
-      StoreFailed(job, conv.status());
-      return false;
-    }
-  }
-  return true;
+  Status s =
+      recorder_.Write(job->url, job->response, job->digest, job->task.get());
+  if (s.ok()) return true;
+  StoreFailed(job, s);
+  return false;
 }
 
 // --- 15. credit, 16. links --------------------------------------------------
@@ -687,21 +576,27 @@ void CrawlPath::FollowRedirect(Job* job) {
 
 void CrawlPath::FollowLinks(Job* job) {
   const parser::Page& page = job->task->page;
-  const ProcessTask& t = *job->task;
+  const PageTask& t = *job->task;
   if (t.header_robots.nofollow || page.meta_nofollow) {
     stats_->Count("meta_nofollow_pages");
     return;
   }
   const uint16_t depth = static_cast<uint16_t>(job->item.depth + 1);
   if (options_.max_depth > 0 && depth > options_.max_depth) {
-    stats_->Count("max_depth", page.links.size());
+    stats_->Count("max_depth", page.links.size() + page.other_links.size());
     return;
   }
   // AOPIC: the page's after-tax credit is shared equally among the links it
   // passes on (a link to a URL already queued still credits its host).
+  std::vector<const parser::Link*> links;
+  links.reserve(page.links.size() + page.other_links.size());
+  for (const parser::Link& link : page.links) links.push_back(&link);
+  if (options_.follow_other_links) {
+    for (const parser::Link& link : page.other_links) links.push_back(&link);
+  }
   size_t followed = 0;
-  for (const parser::Link& link : page.links) {
-    if (!link.nofollow || options_.follow_rel_nofollow) ++followed;
+  for (const parser::Link* link : links) {
+    if (!link->nofollow || options_.follow_rel_nofollow) ++followed;
   }
   const double share =
       followed > 0 ? job->item.credit / static_cast<double>(followed) : 0.0;
@@ -710,18 +605,18 @@ void CrawlPath::FollowLinks(Job* job) {
   c.depth = depth;
   c.seed_host = job->item.seed_host;
   c.from_host_key = job->host_key;
-  for (const parser::Link& link : page.links) {
-    if (link.nofollow && !options_.follow_rel_nofollow) {
+  for (const parser::Link* link : links) {
+    if (link->nofollow && !options_.follow_rel_nofollow) {
       stats_->Count("nofollow_links");
       continue;
     }
-    c.url = link.url;
+    c.url = link->url;
     c.credit = share;
     Enter(c);
     if (!options_.path_ascending) continue;
     // /a/b/page offers /a/b/, /a/ and /: parents are cheap to test and
     // often list what no link points to.
-    auto u = url::Parse(link.url);
+    auto u = url::Parse(link->url);
     if (!u.ok()) continue;
     const std::string_view path = u->path();
     const std::string origin = u->origin_key();
@@ -744,13 +639,11 @@ void CrawlPath::FollowLinks(Job* job) {
 
 // --- recovery ---------------------------------------------------------------
 
-void CrawlPath::Replay(const store::Record& rec,
+void CrawlPath::Replay(const std::string& uri, fetcher::Response* response,
                        const store::PageMetadata* metadata) {
-  const std::string uri = rec.Header("WARC-Target-URI");
   auto u = url::Parse(uri);
   if (!u.ok()) return;
-  const bool response = rec.type() == "response";
-  if (!response && metadata == nullptr) {
+  if (response == nullptr && metadata == nullptr) {
     // A revisit's body is in another record: fetch it again rather than
     // lose its links (it is still queued as of the checkpoint).
     stats_->Count("replay_refetch");
@@ -767,7 +660,7 @@ void CrawlPath::Replay(const store::Record& rec,
   job.item.seed_host = std::string(u->host());
   job.item.depth = 0;  // not in the WARC; depth limits restart here
   job.item.credit = 0;
-  job.task = std::make_unique<ProcessTask>();
+  job.task = std::make_unique<PageTask>();
   if (metadata != nullptr) {
     // The outlinks as the metadata record lists them: no parse needed.
     job.task->page.meta_nofollow = metadata->nofollow;
@@ -778,35 +671,12 @@ void CrawlPath::Replay(const store::Record& rec,
     FollowLinks(&job);
     return;
   }
-  // Rebuild the response the fetcher saw, to follow its links (or its
-  // redirect) again.
-  const size_t head_end = rec.block.find("\r\n\r\n");
-  if (head_end == std::string::npos) return;
-  fetcher::Response& r = job.response;
-  r.response_head = rec.block.substr(0, head_end + 4);
-  std::string_view head(r.response_head);
-  const size_t line_end = head.find("\r\n");
-  const std::string_view status_line = head.substr(0, line_end);
-  const size_t sp = status_line.find(' ');
-  if (sp == std::string_view::npos) return;
-  r.status_code = atoi(std::string(status_line.substr(sp + 1, 3)).c_str());
-  for (size_t p = line_end + 2; p < head.size();) {
-    const size_t e = head.find("\r\n", p);
-    if (e == std::string_view::npos || e == p) break;
-    const std::string_view field = head.substr(p, e - p);
-    const size_t colon = field.find(':');
-    if (colon != std::string_view::npos) {
-      r.headers.emplace_back(
-          std::string(field.substr(0, colon)),
-          std::string(ascii::TrimHttpSpace(field.substr(colon + 1))));
-    }
-    p = e + 2;
-  }
-  (void)r.body.Append(std::string_view(rec.block).substr(head_end + 4));
-  if (r.status_code >= 300 && r.status_code < 400) {
+  job.response = std::move(*response);
+  const int status = job.response.status_code;
+  if (status >= 300 && status < 400) {
     FollowRedirect(&job);
-  } else if (r.status_code >= 200 && r.status_code < 300) {
-    ProcessTask& t = *job.task;
+  } else if (status >= 200 && status < 300) {
+    PageTask& t = *job.task;
     t.response = &job.response;
     t.url = uri;
     t.robots_token = options_.robots_token;
@@ -873,11 +743,22 @@ void CrawlPath::RetryLater(Job* job) {
 }
 
 void CrawlPath::StoreFailed(Job* job, const Status& status) {
-  stats_->Count("store_error");
-  log_->Write(Level::kError, "warc_write_failed",
+  const bool record_refused = status.code() == Status::Code::kInvalidArgument ||
+                              status.code() == Status::Code::kResourceExhausted;
+  stats_->Count(record_refused ? "record_refused" : "store_error");
+  log_->Write(Level::kError,
+              record_refused ? "record_refused" : "warc_write_failed",
               {{"url", job->url}, {"error", status.ToString()}});
-  // Not recorded, so not lost: the page goes back to its queue, which the
-  // exit checkpoint keeps for the next start (issue 19: disk full).
+  if (record_refused) {
+    // This record cannot be written as it came (not an HTTP message, over
+    // the record cap): the store wrote nothing of it; the crawl goes on.
+    ReleaseSlots(job, {frontier::Outcome::kSuccess, 0, -1});
+    Finish(job);
+    return;
+  }
+  // The disk failed. Not recorded, so not lost: the page goes back to its
+  // queue, which the exit checkpoint keeps for the next start (issue 19:
+  // disk full).
   if (!job->robots) frontier_->PushFront(job->host_key, job->item);
   ReleaseSlots(job, {frontier::Outcome::kSuccess, 0, -1});
   Finish(job);

@@ -22,10 +22,12 @@
 //   12. fetch          Fetch()          fetcher (curl multi); OnFetched()
 //                                       frees the host and address slots
 //                                       and sorts the outcome
-//   13. parse          Process()        off the loop (WorkPool): decode,
-//                                       sniff, parse, SimHash
-//   14. record         Record()         store (WARC response or revisit,
-//                                       metadata); documents dedupe
+//   13. parse          Process()        off the loop (WorkPool), a PageTask
+//                                       (page_task.h): decode, sniff, parse,
+//                                       SimHash
+//   14. record         Record()         Recorder (recorder.h): the WARC
+//                                       response or revisit, metadata;
+//                                       documents dedupe
 //   15. credit         FollowLinks()    AOPIC: the page's credit shared
 //   16. links          FollowLinks()    each outlink back to step 1
 //
@@ -55,8 +57,10 @@
 #include "daemon/documents.h"
 #include "daemon/event_log.h"
 #include "daemon/hosts.h"
+#include "daemon/page_task.h"
 #include "daemon/ports.h"
 #include "daemon/processors.h"
+#include "daemon/recorder.h"
 #include "frontier/frontier.h"
 #include "frontier/ip_gate.h"
 #include "store/store.h"
@@ -126,6 +130,8 @@ class CrawlPath {
     int max_redirects = 5;        // for pages (robots.txt: fetch_policy)
     int max_retries = 3;          // transient failures per URL
     bool follow_rel_nofollow = false;
+    // Also follow Page::other_links (canonical, next, refresh, frames).
+    bool follow_other_links = true;
     bool path_ascending = false;
     bool write_metadata = true;
     bool conversion_records = false;
@@ -187,12 +193,14 @@ class CrawlPath {
   // The filter rules in force (not owned; kept until the next call).
   void SetRules(const conf::RuleSet* rules) { rules_ = rules; }
 
-  // Recovery: a response or revisit record written after the last
-  // checkpoint. Its URL is not fetched again (SkipOnce), and its links (or
-  // its redirect) are followed again: from `metadata` (its metadata
-  // record) when given, else by parsing the response's body. A revisit
-  // without metadata is fetched again instead (its body is elsewhere).
-  void Replay(const store::Record& record, const store::PageMetadata* metadata);
+  // Recovery: a response or revisit record of `uri` written after the
+  // last checkpoint. Its URL is not fetched again (SkipOnce), and its links
+  // (or its redirect) are followed again: from `metadata` (its metadata
+  // record) when given, else from `response` (rebuilt from a response
+  // record; parsed again). With neither (a revisit without metadata) the
+  // URL is fetched again instead: its body is elsewhere.
+  void Replay(const std::string& uri, fetcher::Response* response,
+              const store::PageMetadata* metadata);
   // The URL with this fingerprint was recorded after the checkpoint: when
   // it comes out of its queue it is skipped, once.
   void SkipOnce(uint64_t fingerprint) { skip_.insert(fingerprint); }
@@ -213,7 +221,6 @@ class CrawlPath {
 
  private:
   struct Job;
-  struct ProcessTask;
 
   // Steps, in order (crawl_path.cc).
   EnterResult Route(const url::Url& canon, const Candidate& c);
@@ -229,6 +236,7 @@ class CrawlPath {
   void OnPageFetched(Job* job);
   void Process(Job* job);
   void OnProcessed(Job* job);
+  void CountCuts(const parser::Page& page);
   bool Record(Job* job);
   void FollowRedirect(Job* job);
   void FollowLinks(Job* job);
@@ -245,6 +253,7 @@ class CrawlPath {
 
   Options options_;
   Parts parts_;
+  Recorder recorder_;
   frontier::Frontier* frontier_;
   frontier::IpGate* ip_gate_;
   HostTable* hosts_;

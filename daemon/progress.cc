@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <iterator>
 
-#include "daemon/event_log.h"
+#include "base/json.h"
 #include "daemon/worker.h"
 
 namespace crawld::daemon {
@@ -22,12 +23,12 @@ bool IsErrorCount(std::string_view name) {
   static constexpr std::string_view kErrors[] = {
       // fetch error classes (fetcher::ErrorClassName, and the resolver's)
       "dns", "blocked_private", "connect", "timeout", "tls", "too_large",
-      "protocol", "other",
+      "protocol", "other", "header_too_large", "framing", "incomplete",
       // answers and redirects
       "http_4xx", "http_5xx", "redirect_loop", "too_many_redirects",
       "retries_exhausted", "decode_error",
       // our own state
-      "store_error", "seen_store_error", "checkpoint_failed",
+      "store_error", "record_refused", "seen_store_error", "checkpoint_failed",
       "inbox_log_failed", "rules_reload_failed", "stored_copy_unreadable"};
   return std::find(std::begin(kErrors), std::end(kErrors), name) !=
          std::end(kErrors);
@@ -91,25 +92,18 @@ std::string CrawlSummary::ToText() const {
 }
 
 std::string CrawlSummary::ToJson() const {
-  std::string out = "{\"stop_reason\":";
-  AppendJsonString(&out, stop_reason);
-  char nums[256];
-  snprintf(nums, sizeof(nums),
-           ",\"pages\":%" PRIu64 ",\"robots_fetches\":%" PRIu64
-           ",\"bytes\":%" PRIu64 ",\"seconds\":%.3f,\"queued_left\":%" PRIu64,
-           pages, robots_fetches, bytes, seconds, queued_left);
-  out += nums;
-  out += ",\"counts\":{";
-  bool first = true;
-  for (const auto& [k, v] : counts) {
-    if (!first) out += ",";
-    first = false;
-    AppendJsonString(&out, k);
-    out += ':';
-    out += std::to_string(v);
-  }
-  out += "}}\n";
-  return out;
+  Json j = Json::object();
+  j["stop_reason"] = stop_reason;
+  j["pages"] = pages;
+  j["robots_fetches"] = robots_fetches;
+  j["bytes"] = bytes;
+  // Milliseconds, as the text always gave them.
+  j["seconds"] = std::round(seconds * 1000) / 1000;
+  j["queued_left"] = queued_left;
+  Json c = Json::object();
+  for (const auto& [k, v] : counts) c[k] = v;
+  j["counts"] = std::move(c);
+  return json::Dump(j) + "\n";
 }
 
 }  // namespace crawld::daemon

@@ -6,7 +6,9 @@
 #include <map>
 #include <optional>
 
+#include "base/ascii.h"
 #include "checkpoint/crawl_state.h"
+#include "fetcher/fetcher.h"
 
 namespace crawld::daemon {
 
@@ -29,6 +31,39 @@ std::vector<std::string> OwnWarcFiles(const std::string& warc_dir,
   std::sort(files.begin(), files.end());
   return files;
 }
+
+namespace {
+
+// The response the fetcher saw, rebuilt from a response record's block (an
+// HTTP message), to follow its links or its redirect again.
+std::optional<fetcher::Response> ResponseOf(const store::Record& rec) {
+  const size_t head_end = rec.block.find("\r\n\r\n");
+  if (head_end == std::string::npos) return std::nullopt;
+  fetcher::Response r;
+  r.response_head = rec.block.substr(0, head_end + 4);
+  std::string_view head(r.response_head);
+  const size_t line_end = head.find("\r\n");
+  const std::string_view status_line = head.substr(0, line_end);
+  const size_t sp = status_line.find(' ');
+  if (sp == std::string_view::npos) return std::nullopt;
+  r.status_code = atoi(std::string(status_line.substr(sp + 1, 3)).c_str());
+  for (size_t p = line_end + 2; p < head.size();) {
+    const size_t e = head.find("\r\n", p);
+    if (e == std::string_view::npos || e == p) break;
+    const std::string_view field = head.substr(p, e - p);
+    const size_t colon = field.find(':');
+    if (colon != std::string_view::npos) {
+      r.headers.emplace_back(
+          std::string(field.substr(0, colon)),
+          std::string(ascii::TrimHttpSpace(field.substr(colon + 1))));
+    }
+    p = e + 2;
+  }
+  (void)r.body.Append(std::string_view(rec.block).substr(head_end + 4));
+  return r;
+}
+
+}  // namespace
 
 Status Recovery::Checkpoint(const char* why) {
   if (parts_.state == nullptr) return Status::Ok();
@@ -173,7 +208,12 @@ uint64_t Recovery::ReplayWarcs(const std::string& from_file,
   std::optional<store::Record> pending;
   auto flush = [&](const store::PageMetadata* meta) {
     if (!pending.has_value()) return;
-    parts_.path->Replay(*pending, meta);
+    std::optional<fetcher::Response> response;
+    if (meta == nullptr && pending->type() == "response") {
+      response = ResponseOf(*pending);
+    }
+    parts_.path->Replay(pending->Header("WARC-Target-URI"),
+                        response.has_value() ? &*response : nullptr, meta);
     ++replayed;
     pending.reset();
   };

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "conf/overrides.h"
 #include "conf/read_file.h"
 #include "conf/rules.h"
-#include "daemon/admin.h"
 #include "daemon/control.h"
 #include "daemon/event_log.h"
 #include "daemon/membership.h"
@@ -194,17 +194,17 @@ Status Supervisor::Spawn(Child& c) {
 }
 
 void Supervisor::OnLine(Child& c, std::string_view line) {
-  auto j = Json::Parse(line);
+  auto j = json::Parse(line);
   if (!j.ok() || !j->is_object()) return;
   auto num = [&](const char* k) -> uint64_t {
-    const Json* v = j->Find(k);
+    const Json* v = json::Find(*j, k);
     return v != nullptr && v->is_number()
-               ? static_cast<uint64_t>(v->as_number())
+               ? static_cast<uint64_t>(v->get<double>())
                : 0;
   };
   auto flag = [&](const char* k) {
-    const Json* v = j->Find(k);
-    return v != nullptr && v->is_bool() && v->as_bool();
+    const Json* v = json::Find(*j, k);
+    return v != nullptr && v->is_boolean() && v->get<bool>();
   };
   c.fresh = true;
   c.ready = flag("ready");
@@ -649,19 +649,18 @@ Result<CrawlSummary> Supervisor::Run() {
     ao.ring.virtual_nodes = opt_.config.cluster.virtual_nodes;
     SupervisorAdmin::View view;
     view.supervisor_status = [this] {
-      Json ws = Json::MakeArray();
+      Json ws = Json::array();
       for (auto& c : children_) {
-        Json w = Json::MakeObject()
-                     .Set("id", Global(*c))
-                     .Set("restarts", c->crashes);
-        w.Set("up", c->proc != nullptr);
-        if (c->proc != nullptr) w.Set("pid", c->proc->pid);
-        ws.Push(std::move(w));
+        Json w = {{"id", Global(*c)}, {"restarts", c->crashes}};
+        w["up"] = c->proc != nullptr;
+        if (c->proc != nullptr) w["pid"] = c->proc->pid;
+        ws.push_back(std::move(w));
       }
-      return Json::MakeObject()
-          .Set("state", stopping_ ? "stopping" : "running")
-          .Set("uptime_s", (NowMs() - start_ms_) / 1000.0)
-          .Set("workers", std::move(ws));
+      Json st = Json::object();
+      st["state"] = stopping_ ? "stopping" : "running";
+      st["uptime_s"] = (NowMs() - start_ms_) / 1000.0;
+      st["workers"] = std::move(ws);
+      return st;
     };
     view.stop = [this](const std::string& why) { Stop(why); };
     auto admin = SupervisorAdmin::Start(&loop_, ao, std::move(view));
@@ -698,23 +697,25 @@ Result<CrawlSummary> Supervisor::Run() {
             std::to_string(opt_.first_worker + i) + "/summary.json",
         64u << 20);
     if (!text.ok()) continue;
-    auto j = Json::Parse(*text);
+    json::Limits limits;
+    limits.max_bytes = 64u << 20;
+    auto j = json::Parse(*text, limits);
     if (!j.ok()) continue;
     auto num = [&](const Json& o, const char* k) -> uint64_t {
-      const Json* v = o.Find(k);
+      const Json* v = json::Find(o, k);
       return v != nullptr && v->is_number()
-                 ? static_cast<uint64_t>(v->as_number())
+                 ? static_cast<uint64_t>(v->get<double>())
                  : 0;
     };
     sum.pages += num(*j, "pages");
     sum.robots_fetches += num(*j, "robots_fetches");
     sum.bytes += num(*j, "bytes");
     sum.queued_left += num(*j, "queued_left");
-    if (const Json* counts = j->Find("counts");
+    if (const Json* counts = json::Find(*j, "counts");
         counts != nullptr && counts->is_object()) {
-      for (const auto& [k, v] : counts->members()) {
+      for (const auto& [k, v] : counts->items()) {
         if (v.is_number())
-          sum.counts[k] += static_cast<uint64_t>(v.as_number());
+          sum.counts[k] += static_cast<uint64_t>(v.get<double>());
       }
     }
   }

@@ -10,11 +10,31 @@
 
 namespace crawld::daemon {
 
+namespace {
+
+// The API's vocabulary predates the host record's: an unreachable
+// robots.txt is "failing", a skipped one (allow-all) "ready".
+const char* ApiRobotsState(RobotsState state) {
+  switch (state) {
+    case RobotsState::kReady:
+    case RobotsState::kSkipped:
+      return "ready";
+    case RobotsState::kUnreachable:
+      return "failing";
+    case RobotsState::kUnknown:
+    case RobotsState::kFetching:
+      break;
+  }
+  return "unknown";
+}
+
+}  // namespace
+
 Result<std::unique_ptr<WorkerApi>> WorkerApi::Start(
     uv_loop_t* loop, const Parts& parts, bool under_supervisor,
     const std::string& url_file) {
   const conf::AdminConfig& admin = parts.config->admin;
-  AdminServer::Options ao;
+  http::Server::Options ao;
   ao.bind_address = admin.address;
   ao.port = static_cast<uint16_t>(admin.port);
   if (under_supervisor) {
@@ -25,7 +45,7 @@ Result<std::unique_ptr<WorkerApi>> WorkerApi::Start(
   }
   ao.token = admin.token;
   std::unique_ptr<WorkerApi> api(new WorkerApi(parts));
-  auto server = AdminServer::Create(loop, ao);
+  auto server = http::Server::Create(loop, ao);
   if (!server.ok()) return server.status();
   api->server_ = std::move(server).value();
   api->Routes();
@@ -60,7 +80,7 @@ void WorkerApi::Close(uv_loop_t* loop) {
   uv_timer_start(
       t,
       [](uv_timer_t* timer) {
-        delete static_cast<AdminServer*>(timer->data);
+        delete static_cast<http::Server*>(timer->data);
         uv_close(reinterpret_cast<uv_handle_t*>(timer), [](uv_handle_t* h) {
           delete reinterpret_cast<uv_timer_t*>(h);
         });
@@ -68,8 +88,11 @@ void WorkerApi::Close(uv_loop_t* loop) {
       1, 0);
 }
 
+using http::Request;
+using http::Responder;
+
 void WorkerApi::Routes() {
-  auto route = [&](const char* method, const char* path, Handler h) {
+  auto route = [&](const char* method, const char* path, http::Handler h) {
     Status s = server_->Route(method, path, std::move(h));
     (void)s;  // the patterns are literals; tested
   };
@@ -77,20 +100,24 @@ void WorkerApi::Routes() {
   route("GET", "/api/status",
         [this](const Request&, Responder r) { r.SendJson(200, StatusJson()); });
   route("GET", "/metrics", [this](const Request&, Responder r) {
-    r.Send(Response::MakeText(200, metrics_.Render(),
-                              std::string(MetricsRegistry::kContentType)));
+    r.Send(http::Response::MakeText(
+        200, metrics_.Render(), std::string(metrics::Registry::kContentType)));
+  });
+  // The same series as data, for the supervisor to merge (docs/API.md).
+  route("GET", "/api/metrics", [this](const Request&, Responder r) {
+    r.SendJson(200, metrics_.Snapshot());
   });
   route("POST", "/api/pause", [control](const Request&, Responder r) {
     control->Pause();
-    r.SendJson(200, Json::MakeObject().Set("state", control->StateName()));
+    r.SendJson(200, {{"state", control->StateName()}});
   });
   route("POST", "/api/resume", [control](const Request&, Responder r) {
     control->Resume();
-    r.SendJson(200, Json::MakeObject().Set("state", control->StateName()));
+    r.SendJson(200, {{"state", control->StateName()}});
   });
   route("POST", "/api/stop", [control](const Request&, Responder r) {
     // Answer first: the stop closes the server once in-flight work is done.
-    r.SendJson(200, Json::MakeObject().Set("state", "stopping"));
+    r.SendJson(200, {{"state", "stopping"}});
     control->Stop("api stop");
   });
   route("POST", "/api/seeds",
@@ -104,15 +131,13 @@ void WorkerApi::Routes() {
     control->Pump();
     r.SendJson(
         200,
-        Json::MakeObject()
-            .Set("reloaded", true)
-            .Set("filter_rules", static_cast<uint64_t>(control->rules().size()))
-            .Set("overrides",
-                 static_cast<uint64_t>(control->overrides().size())));
+        {{"reloaded", true},
+         {"filter_rules", static_cast<uint64_t>(control->rules().size())},
+         {"overrides", static_cast<uint64_t>(control->overrides().size())}});
   });
   route("POST", "/api/rules/test", [this](const Request& req, Responder r) {
     auto body = req.JsonBody();
-    const Json* u = body.ok() ? body->Find("url") : nullptr;
+    const Json* u = body.ok() ? json::Find(*body, "url") : nullptr;
     if (u == nullptr || !u->is_string()) {
       r.SendError(400, body.ok() ? "body must be {\"url\": \"http://...\"}"
                                  : body.status().message());
@@ -136,34 +161,31 @@ void WorkerApi::Routes() {
 
 void WorkerApi::AddSeeds(const Request& req, Responder r) {
   auto body = req.JsonBody();
-  const Json* urls = body.ok() ? body->Find("urls") : nullptr;
+  const Json* urls = body.ok() ? json::Find(*body, "urls") : nullptr;
   if (urls == nullptr || !urls->is_array()) {
     r.SendError(400, body.ok() ? "body must be {\"urls\": [\"http://...\"]}"
                                : body.status().message());
     return;
   }
   uint64_t added = 0, known = 0;
-  Json rejected = Json::MakeArray();
-  for (const Json& u : urls->items()) {
+  Json rejected = Json::array();
+  for (const Json& u : *urls) {
     if (!u.is_string()) {
-      rejected.Push(
-          Json::MakeObject().Set("url", nullptr).Set("error", "not a string"));
+      rejected.push_back({{"url", nullptr}, {"error", "not a string"}});
       continue;
     }
-    auto canon = parts_.canonicalizer->Canonicalize(u.as_string());
+    const std::string& text = u.get_ref<const std::string&>();
+    auto canon = parts_.canonicalizer->Canonicalize(text);
     if (!canon.ok() || !canon->is_http()) {
-      rejected.Push(Json::MakeObject()
-                        .Set("url", u.as_string())
-                        .Set("error", canon.ok() ? "not http(s)"
-                                                 : canon.status().message()));
+      rejected.push_back(
+          {{"url", text},
+           {"error", canon.ok() ? "not http(s)" : canon.status().message()}});
       continue;
     }
     conf::RuleVerdict v =
         parts_.control->rules().Decide({canon->href(), 0, canon->host()});
     if (!v.accept) {
-      rejected.Push(Json::MakeObject()
-                        .Set("url", u.as_string())
-                        .Set("error", "filter: " + v.rule));
+      rejected.push_back({{"url", text}, {"error", "filter: " + v.rule}});
       continue;
     }
     Candidate c;
@@ -182,10 +204,9 @@ void WorkerApi::AddSeeds(const Request& req, Responder r) {
   if (added > 0) parts_.stats->Count("api_seeds_added", added);
   parts_.log->Write(Level::kInfo, "seeds_added",
                     {{"added", std::to_string(added)}});
-  r.SendJson(200, Json::MakeObject()
-                      .Set("added", added)
-                      .Set("known", known)
-                      .Set("rejected", std::move(rejected)));
+  r.SendJson(
+      200,
+      {{"added", added}, {"known", known}, {"rejected", std::move(rejected)}});
   parts_.control->Pump();
 }
 
@@ -222,72 +243,63 @@ void WorkerApi::ReadFeed(const Request& req, Responder r) {
     r.SendError(400, page.status().message());
     return;
   }
-  Json entries = Json::MakeArray();
+  Json entries = Json::array();
   for (const store::FeedEntry& e : page->entries) {
-    Json flags = Json::MakeObject();
-    flags.Set("noindex", e.flags.noindex);
-    flags.Set("revisit", e.revisit);
+    Json flags = {{"noindex", e.flags.noindex}, {"revisit", e.revisit}};
     if (!e.flags.near_duplicate_of.empty()) {
-      flags.Set("near_duplicate_of", e.flags.near_duplicate_of);
+      flags["near_duplicate_of"] = e.flags.near_duplicate_of;
     }
-    entries.Push(Json::MakeObject()
-                     .Set("cursor", e.cursor)
-                     .Set("url", e.url)
-                     .Set("warc", e.warc_file)
-                     .Set("offset", e.offset)
-                     .Set("length", e.length)
-                     .Set("digest", e.digest)
-                     .Set("status", e.status)
-                     .Set("mime", e.mime)
-                     .Set("time", Iso8601Micros(e.fetch_time_us))
-                     .Set("flags", std::move(flags)));
+    entries.push_back({{"cursor", e.cursor},
+                       {"url", e.url},
+                       {"warc", e.warc_file},
+                       {"offset", e.offset},
+                       {"length", e.length},
+                       {"digest", e.digest},
+                       {"status", e.status},
+                       {"mime", e.mime},
+                       {"time", Iso8601Micros(e.fetch_time_us)},
+                       {"flags", std::move(flags)}});
   }
-  r.SendJson(200, Json::MakeObject()
-                      .Set("entries", std::move(entries))
-                      .Set("next", page->next_cursor));
+  r.SendJson(200,
+             {{"entries", std::move(entries)}, {"next", page->next_cursor}});
 }
 
 Json WorkerApi::StatusJson() {
   const CrawlStats& st = *parts_.stats;
   const frontier::Frontier& fr = *parts_.frontier;
   const double uptime = std::max<int64_t>(1, parts_.control->uptime_us()) / 1e6;
-  Json counts = Json::MakeObject();
-  for (const auto& [k, v] : st.counts) counts.Set(k, v);
-  Json hosts = Json::MakeObject();
-  hosts.Set("known", static_cast<uint64_t>(fr.hosts()));
-  hosts.Set("active", static_cast<uint64_t>(fr.in_flight()));
-  hosts.Set("retired", static_cast<uint64_t>(fr.retired_hosts()));
-  Json worker = Json::MakeObject();
-  worker.Set("id", parts_.worker_id);
-  worker.Set("pages", st.pages);
-  worker.Set("queued", static_cast<uint64_t>(fr.queued()));
-  Json workers = Json::MakeArray();
-  workers.Push(std::move(worker));
+  Json counts = Json::object();
+  for (const auto& [k, v] : st.counts) counts[k] = v;
   const size_t waiting = parts_.path->ip_waiting();
-  Json j = Json::MakeObject();
-  j.Set("state", parts_.control->StateName());
-  j.Set("pages", st.pages);
-  j.Set("pages_per_s", st.pages / uptime);
-  j.Set("bytes", st.bytes);
-  j.Set("queued", static_cast<uint64_t>(fr.queued()));
-  j.Set("in_flight", static_cast<uint64_t>(parts_.path->active() - waiting));
-  j.Set("ip_waiting", static_cast<uint64_t>(waiting));
-  j.Set("hosts", std::move(hosts));
-  j.Set("robots_fetches", st.robots_fetches);
-  j.Set("uptime_s", uptime);
-  j.Set("counts", std::move(counts));
-  j.Set("workers", std::move(workers));
+  Json j = Json::object();
+  j["state"] = parts_.control->StateName();
+  j["pages"] = st.pages;
+  j["pages_per_s"] = st.pages / uptime;
+  j["bytes"] = st.bytes;
+  j["queued"] = static_cast<uint64_t>(fr.queued());
+  j["in_flight"] = static_cast<uint64_t>(parts_.path->active() - waiting);
+  j["ip_waiting"] = static_cast<uint64_t>(waiting);
+  j["hosts"] = {{"known", static_cast<uint64_t>(fr.hosts())},
+                {"active", static_cast<uint64_t>(fr.in_flight())},
+                {"retired", static_cast<uint64_t>(fr.retired_hosts())}};
+  j["robots_fetches"] = st.robots_fetches;
+  j["uptime_s"] = uptime;
+  j["counts"] = std::move(counts);
+  j["workers"] =
+      Json::array({{{"id", parts_.worker_id},
+                    {"pages", st.pages},
+                    {"queued", static_cast<uint64_t>(fr.queued())}}});
   return j;
 }
 
 void WorkerApi::SyncMetrics() {
   auto counter = [this](const char* name, const char* help, double value,
-                        const MetricLabels& labels = {}) {
+                        const metrics::Labels& labels = {}) {
     auto c = metrics_.GetCounter(name, help, labels);
     if (c.ok()) (*c)->Increment(value - (*c)->value());
   };
   auto gauge = [this](const char* name, const char* help, double value,
-                      const MetricLabels& labels = {}) {
+                      const metrics::Labels& labels = {}) {
     auto g = metrics_.GetGauge(name, help, labels);
     if (g.ok()) (*g)->Set(value);
   };
@@ -343,50 +355,46 @@ void WorkerApi::SyncMetrics() {
 }
 
 Json WorkerApi::RulesTestJson(const Json& body) {
-  Json out = Json::MakeObject();
-  const std::string& text = body.Find("url")->as_string();
+  Json out = Json::object();
+  const std::string text = json::Find(body, "url")->get<std::string>();
   auto canon = parts_.canonicalizer->Canonicalize(text);
   if (!canon.ok()) {
-    out.Set("url", text);
-    out.Set("error", canon.status().message());
+    out["url"] = text;
+    out["error"] = canon.status().message();
     return out;
   }
   int depth = 0;
-  if (const Json* d = body.Find("depth"); d != nullptr && d->is_number()) {
-    depth = static_cast<int>(std::clamp(d->as_number(), 0.0, 1e6));
+  if (const Json* d = json::Find(body, "depth");
+      d != nullptr && d->is_number()) {
+    depth = static_cast<int>(std::clamp(d->get<double>(), 0.0, 1e6));
   }
   std::string seed_host(canon->host());
-  if (const Json* h = body.Find("seed_host");
-      h != nullptr && h->is_string() && !h->as_string().empty()) {
-    seed_host = h->as_string();
+  if (const Json* h = json::Find(body, "seed_host");
+      h != nullptr && h->is_string() && !h->get<std::string>().empty()) {
+    seed_host = h->get<std::string>();
   }
   const conf::RuleVerdict v =
       parts_.control->rules().Decide({canon->href(), depth, seed_host});
-  out.Set("url", canon->href());
-  out.Set("filter", Json::MakeObject()
-                        .Set("accept", v.accept)
-                        .Set("rule", v.rule)
-                        .Set("line", v.line)
-                        .Set("file", parts_.config->crawl.rules_file));
-  out.Set("traps", parts_.traps->CheckShape(*canon));
+  out["url"] = canon->href();
+  out["filter"] = {{"accept", v.accept},
+                   {"rule", v.rule},
+                   {"line", v.line},
+                   {"file", parts_.config->crawl.rules_file}};
+  out["traps"] = parts_.traps->CheckShape(*canon);
   const HostRecord* host = parts_.hosts->Find(canon->origin_key());
-  Json robots = Json::MakeObject();
+  Json robots = Json::object();
   if (host == nullptr || !host->rules.has_value()) {
-    robots.Set("state", "unknown");
-    robots.Set("allowed", nullptr);
-    out.Set("override", "");
+    robots["state"] = "unknown";
+    robots["allowed"] = nullptr;
+    out["override"] = "";
   } else {
-    robots.Set("state", host->robots == RobotsState::kReady ||
-                                host->robots == RobotsState::kSkipped
-                            ? "ready"
-                            : "failing");
+    robots["state"] = ApiRobotsState(host->robots);
     const robots::Verdict rv = host->rules->Check(canon->path_and_query());
-    robots.Set("allowed", rv.allowed);
-    robots.Set("rule", rv.rule);
-    out.Set("override",
-            parts_.control->overrides().Describe(host->override_rule));
+    robots["allowed"] = rv.allowed;
+    robots["rule"] = rv.rule;
+    out["override"] = parts_.control->overrides().Describe(host->override_rule);
   }
-  out.Set("robots", std::move(robots));
+  out["robots"] = std::move(robots);
   return out;
 }
 
@@ -405,40 +413,31 @@ Json WorkerApi::HostJson(const std::string& name) {
     std::optional<frontier::HostInfo> info = parts_.frontier->Host(key);
     const HostRecord* host = parts_.hosts->Find(key);
     if (!info.has_value() && host == nullptr) continue;
-    Json j = Json::MakeObject();
-    j.Set("host", key);
+    Json j = Json::object();
+    j["host"] = key;
     const int64_t now = parts_.clock->MonotonicUs();
     if (info.has_value()) {
-      j.Set("queued", static_cast<uint64_t>(info->queued));
-      j.Set("in_flight", info->in_flight);
-      j.Set("next_fetch_in_ms",
-            std::max<int64_t>(0, info->next_fetch_us - now) / 1000);
-      j.Set("credit", info->credit);
-      j.Set("crawl_delay_ms", info->crawl_delay_us / 1000);
-      j.Set("consecutive_errors", info->consecutive_errors);
-      j.Set("retired", info->retired);
-      j.Set("pages", info->pages);
-      j.Set("page_budget", info->page_budget);
+      j["queued"] = static_cast<uint64_t>(info->queued);
+      j["in_flight"] = info->in_flight;
+      j["next_fetch_in_ms"] =
+          std::max<int64_t>(0, info->next_fetch_us - now) / 1000;
+      j["credit"] = info->credit;
+      j["crawl_delay_ms"] = info->crawl_delay_us / 1000;
+      j["consecutive_errors"] = info->consecutive_errors;
+      j["retired"] = info->retired;
+      j["pages"] = info->pages;
+      j["page_budget"] = info->page_budget;
     }
-    Json robots = Json::MakeObject();
+    Json robots = Json::object();
     if (host == nullptr) {
-      robots.Set("state", "unknown");
-      j.Set("override", "");
+      robots["state"] = "unknown";
+      j["override"] = "";
     } else {
-      // The API's vocabulary predates the host record's: an unreachable
-      // robots.txt is "failing", a skipped one "ready" (allow-all).
-      const char* state = host->robots == RobotsState::kReady ||
-                                  host->robots == RobotsState::kSkipped
-                              ? "ready"
-                          : host->robots == RobotsState::kUnreachable
-                              ? "failing"
-                              : "unknown";
-      robots.Set("state", state);
-      if (host->rules.has_value()) robots.Set("rules", host->rules->Describe());
-      j.Set("override",
-            parts_.control->overrides().Describe(host->override_rule));
+      robots["state"] = ApiRobotsState(host->robots);
+      if (host->rules.has_value()) robots["rules"] = host->rules->Describe();
+      j["override"] = parts_.control->overrides().Describe(host->override_rule);
     }
-    j.Set("robots", std::move(robots));
+    j["robots"] = std::move(robots);
     return j;
   }
   return Json();

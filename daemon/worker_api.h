@@ -9,19 +9,20 @@
 #include <memory>
 #include <string>
 
+#include "base/json.h"
 #include "base/status.h"
 #include "conf/conf.h"
 #include "conf/overrides.h"
 #include "conf/rules.h"
 #include "conf/traps.h"
-#include "daemon/admin.h"
 #include "daemon/crawl_path.h"
 #include "daemon/crawl_stats.h"
 #include "daemon/event_log.h"
 #include "daemon/hosts.h"
-#include "daemon/metrics.h"
 #include "daemon/ports.h"
 #include "frontier/frontier.h"
+#include "http/http.h"
+#include "metrics/metrics.h"
 #include "store/store.h"
 #include "url/url.h"
 
@@ -81,21 +82,21 @@ class WorkerApi {
   void Close(uv_loop_t* loop);
 
   [[nodiscard]] const std::string& url() const { return url_; }
-  [[nodiscard]] MetricsRegistry& metrics() { return metrics_; }
+  [[nodiscard]] metrics::Registry& metrics() { return metrics_; }
 
  private:
   explicit WorkerApi(const Parts& parts) : parts_(parts) {}
   void Routes();
-  void AddSeeds(const Request& req, Responder r);
-  void ReadFeed(const Request& req, Responder r);
+  void AddSeeds(const http::Request& req, http::Responder r);
+  void ReadFeed(const http::Request& req, http::Responder r);
   Json StatusJson();
   void SyncMetrics();
   Json RulesTestJson(const Json& body);
   Json HostJson(const std::string& name);
 
   Parts parts_;
-  std::unique_ptr<AdminServer> server_;
-  MetricsRegistry metrics_;
+  std::unique_ptr<http::Server> server_;
+  metrics::Registry metrics_;
   std::unique_ptr<store::FeedReader> feed_;
   std::string url_;
   std::string url_file_;

@@ -24,7 +24,6 @@
 #include "daemon/documents.h"
 #include "daemon/event_log.h"
 #include "daemon/hosts.h"
-#include "daemon/metrics.h"
 #include "daemon/peers.h"
 #include "daemon/ports.h"
 #include "daemon/progress.h"
@@ -34,6 +33,7 @@
 #include "dedupe/dedupe.h"
 #include "frontier/frontier.h"
 #include "frontier/ip_gate.h"
+#include "metrics/metrics.h"
 #include "store/store.h"
 #include "url/url.h"
 
@@ -143,7 +143,7 @@ class Worker::Impl final : public WorkerControl {
   std::unique_ptr<CrawlPath> path_;
   std::unique_ptr<Recovery> recovery_;
   std::unique_ptr<WorkerApi> api_;
-  Histogram* fetch_seconds_ = nullptr;
+  metrics::Histogram* fetch_seconds_ = nullptr;
 
   bool resumed_ = false;
   int previous_workers_ = 1;  // the worker count of the checkpoint

@@ -8,6 +8,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "base/json.h"
 #include "daemon/worker_impl.h"
 
 namespace crawld::daemon {
@@ -169,23 +170,23 @@ void Worker::Impl::Report() {
   }
   const cluster::ExchangeStats ex =
       peers_ != nullptr ? peers_->stats() : cluster::ExchangeStats();
-  char line[640];
-  const int n = snprintf(
-      line, sizeof(line),
-      "{\"worker\":%d,\"ready\":%s,\"idle\":%s,\"pages\":%" PRIu64
-      ",\"bytes\":%" PRIu64
-      ",\"queued\":%zu,\"active\":%zu,\"hosts\":%zu"
-      ",\"sent\":%" PRIu64 ",\"received\":%" PRIu64
-      ",\"overflow\":%zu,\"epoch\":%" PRId64 ",\"reload\":%" PRIu64
-      ",\"reload_ok\":%s}\n",
-      options_.worker_id, ready_ ? "true" : "false", Idle() ? "true" : "false",
-      stats_.pages, stats_.bytes, frontier_->queued(), path_->active(),
-      frontier_->hosts(), ex.urls_sent, ex.urls_received,
-      peers_ != nullptr ? peers_->overflow_urls() : size_t{0},
-      peers_ != nullptr ? peers_->ring_epoch() : int64_t{0}, reload_seq_,
-      reload_ok_ ? "true" : "false");
-  if (n <= 0) return;
-  uv_buf_t buf = uv_buf_init(line, static_cast<unsigned>(n));
+  std::string line =
+      json::Dump({{"worker", options_.worker_id},
+                  {"ready", ready_},
+                  {"idle", Idle()},
+                  {"pages", stats_.pages},
+                  {"bytes", stats_.bytes},
+                  {"queued", frontier_->queued()},
+                  {"active", path_->active()},
+                  {"hosts", frontier_->hosts()},
+                  {"sent", ex.urls_sent},
+                  {"received", ex.urls_received},
+                  {"overflow", peers_ != nullptr ? peers_->overflow_urls() : 0},
+                  {"epoch", peers_ != nullptr ? peers_->ring_epoch() : 0},
+                  {"reload", reload_seq_},
+                  {"reload_ok", reload_ok_}}) +
+      "\n";
+  uv_buf_t buf = uv_buf_init(line.data(), static_cast<unsigned>(line.size()));
   // A report that does not fit now is skipped: the next one is 200 ms away.
   (void)uv_try_write(reinterpret_cast<uv_stream_t*>(&control_), &buf, 1);
 }

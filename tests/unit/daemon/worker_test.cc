@@ -597,6 +597,40 @@ TEST(WorkerRfc9309, Sec2_5_Issue19_ALineCutByTheLimitIsIgnored) {
   EXPECT_EQ(w.stats.count("robots_disallowed"), 1u);
 }
 
+// A robots.txt whose connection closed mid-body is not a whole file: its
+// half line "Allow: /" must not open a "Disallow: /" site.
+TEST(WorkerRfc9309, CrawldOnly_RobotsCutByTheNetworkIsUnreachable) {
+  World w(Cfg());
+  Page robots = Robots("User-agent: *\nDisallow: /\nAllow: /");
+  robots.cut = true;
+  w.web.pages["http://a.test/robots.txt"] = robots;
+  w.web.pages["http://a.test/"] = Html("closed");
+  w.Seed("http://a.test/");
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://a.test/"), 0);
+  EXPECT_EQ(w.stats.count("robots_incomplete"), 3u);
+}
+
+// A robots.txt hop that reaches the IP gate before its address is due once
+// waited forever: nothing else woke the crawl (the hostile web found it).
+TEST(WorkerRfc9309, CrawldOnly_ARedirectHopWaitingForItsAddressIsWoken) {
+  conf::Config c = Cfg();
+  c.politeness.ip_min_delay_ms = 700;
+  World w(c);
+  w.web.pages["http://a.test/robots.txt"] =
+      Status(301, {{"Location", "/real-robots"}});
+  w.web.pages["http://a.test/real-robots"] = Robots("User-agent: *\n");
+  w.web.pages["http://a.test/"] = Html("page");
+  w.Seed("http://a.test/");
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://a.test/real-robots"), 1);
+  EXPECT_EQ(w.web.Count("http://a.test/"), 1);
+  for (int64_t gap : Gaps(w.web.HitsOf("http://a.test/"))) {
+    EXPECT_GE(gap, 700 * kMs);
+  }
+  EXPECT_TRUE(w.path->Idle());
+}
+
 // --- politeness
 // -----------------------------------------------------------------
 
