@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -258,6 +259,40 @@ Result<std::unique_ptr<IpSlotTable>> IpSlotTable::Open(const std::string& path,
                                       ": made before the last boot");
   }
   return std::unique_ptr<IpSlotTable>(new IpSlotTable(options, base, size));
+}
+
+Result<std::unique_ptr<IpSlotTable>> IpSlotTable::OpenOrCreate(
+    const std::string& path, const Options& options) {
+  // Without the lock two processes could both find no table and both
+  // create one: the rename of the second would leave the first mapping a
+  // file nobody else sees.
+  const std::string lock_path = path + ".lock";
+  const int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0) {
+    return Status::IOError("ip slots: " + lock_path + ": " +
+                           std::strerror(errno));
+  }
+  int rc;
+  do {
+    rc = flock(lock, LOCK_EX);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    const int e = errno;
+    close(lock);
+    return Status::IOError("ip slots: " + lock_path + ": " + std::strerror(e));
+  }
+  struct stat st;
+  const bool exists = stat(path.c_str(), &st) == 0;
+  Result<std::unique_ptr<IpSlotTable>> table =
+      exists ? Open(path, options)
+             : Result<std::unique_ptr<IpSlotTable>>(Create(path, options));
+  if (exists && !table.ok() &&
+      (table.status().code() == Status::Code::kCorruption ||
+       table.status().code() == Status::Code::kFailedPrecondition)) {
+    table = Create(path, options);
+  }
+  close(lock);  // releases the flock
+  return table;
 }
 
 IpSlotTable::IpSlotTable(const Options& options, void* base, size_t size)

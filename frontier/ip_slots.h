@@ -99,6 +99,17 @@ class IpSlotTable final : public SharedIpSlots {
   [[nodiscard]] static Result<std::unique_ptr<IpSlotTable>> Open(
       const std::string& path, const Options& options);
 
+  // Maps the table at `path`, or creates it when there is none or the one
+  // there cannot be used (Corruption or FailedPrecondition from Open: a
+  // damaged file, another version, an earlier boot). Safe to call from
+  // several processes at once: they take turns on `path`.lock (flock) and
+  // all map the same table. A table left by an earlier crawl of this boot is
+  // used as it is: its holders are dead processes, which the probe finds,
+  // and its gaps are still on the right clock. Fails with IOError when the
+  // directory is not writable.
+  [[nodiscard]] static Result<std::unique_ptr<IpSlotTable>> OpenOrCreate(
+      const std::string& path, const Options& options);
+
   ~IpSlotTable() override;
   IpSlotTable(const IpSlotTable&) = delete;
   IpSlotTable& operator=(const IpSlotTable&) = delete;

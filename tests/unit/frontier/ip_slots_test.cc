@@ -17,6 +17,7 @@
 #include <climits>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -206,6 +207,41 @@ TEST(IpSlots, CreateReplacesAnOldTable) {
       dir.File("ip-slots.tmp." + std::to_string(getpid()))));
 }
 
+TEST(IpSlots, OpenOrCreateKeepsAGoodTableAndReplacesAnUnusableOne) {
+  TempDir dir;
+  const std::string path = dir.File("ip-slots");
+  auto a = IpSlotTable::OpenOrCreate(path, Opts());
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE((*a)->TryAcquire("ip", 0).acquired);
+  // A second process (a restarted worker) maps the same table.
+  auto b = IpSlotTable::OpenOrCreate(path, Opts());
+  ASSERT_TRUE(b.ok());
+  EXPECT_FALSE((*b)->TryAcquire("ip", 0).acquired);
+  // A table of an earlier boot (its clock means nothing now) is replaced.
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(32);  // Header::boot_hash
+    const uint64_t other_boot = 12345;
+    f.write(reinterpret_cast<const char*>(&other_boot), sizeof(other_boot));
+  }
+  ASSERT_EQ(IpSlotTable::Open(path, Opts()).status().code(),
+            Status::Code::kFailedPrecondition);
+  auto c = IpSlotTable::OpenOrCreate(path, Opts());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE((*c)->TryAcquire("ip", 0).acquired);
+  // So is a damaged file.
+  {
+    std::ofstream f(path, std::ios::trunc);
+    f << "not a table";
+  }
+  EXPECT_TRUE(IpSlotTable::OpenOrCreate(path, Opts()).ok());
+  // A directory that cannot hold the table is an error, not a crash.
+  EXPECT_EQ(IpSlotTable::OpenOrCreate(dir.File("no/such/dir/ip-slots"), Opts())
+                .status()
+                .code(),
+            Status::Code::kIOError);
+}
+
 // --- The permit (what cluster/ip_leases.h builds on).
 
 TEST(IpSlotsPermit, AnAddressWithoutPermitIsAskedForOnce) {
@@ -342,6 +378,46 @@ int Reap(pid_t pid, int ms) {
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   return -1;
+}
+
+// Worker processes start together on a crawl with no table yet: each opens
+// or creates it, and all must map the same one (two tables would be two
+// gates).
+TEST(IpSlotsProcess, ProcessesStartingTogetherShareOneTable) {
+  TempDir dir;
+  IpSlotTable::Options o = Opts();
+  o.probe_after_us = 60'000'000;  // an exited holder keeps its hold here
+  o.buckets = 4096;  // a creation long enough for the others to overtake it
+  constexpr int kProcs = 6, kRounds = 4;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string path = dir.File("ip-slots-" + std::to_string(round));
+    int start[2], done[2];
+    ASSERT_EQ(pipe(start), 0);
+    ASSERT_EQ(pipe(done), 0);
+    std::vector<pid_t> pids;
+    for (int i = 0; i < kProcs; ++i) {
+      pids.push_back(Fork([&] {
+        close(start[1]);
+        char c;
+        (void)read(start[0], &c, 1);  // returns at EOF: every child goes
+        auto t = IpSlotTable::OpenOrCreate(path, o);
+        if (!t.ok()) return 1;
+        c = (*t)->TryAcquire("10.1.1.1", NowUs()).acquired ? 'y' : 'n';
+        return write(done[1], &c, 1) == 1 ? 0 : 2;
+      }));
+    }
+    close(start[0]);
+    close(start[1]);
+    close(done[1]);
+    for (pid_t pid : pids) EXPECT_EQ(Reap(pid, 10'000), 0);
+    std::string answers;
+    char c;
+    while (read(done[0], &c, 1) == 1) answers += c;
+    close(done[0]);
+    EXPECT_EQ(answers.size(), size_t{kProcs});
+    ASSERT_EQ(std::count(answers.begin(), answers.end(), 'y'), 1)
+        << "round " << round << ": " << answers;
+  }
 }
 
 // The child acquires `ip` and tells the parent through `fd`, then waits to
