@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <memory>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -107,19 +108,27 @@ class RedisIpLeases final : public IpLeases {
         prefix_(internal::Keys(o.crawl).prefix()),
         node_(std::to_string(o.node_id)),
         ttl_us_(int64_t{o.lease_ttl_ms} * 1000),
-        conn_(loop, {o.host, o.port, o.reconnect_min_ms, o.reconnect_max_ms},
-              nullptr, nullptr) {
+        conn_(std::make_unique<internal::RedisConn>(
+            loop,
+            internal::RedisConn::Options{o.host, o.port, o.reconnect_min_ms,
+                                         o.reconnect_max_ms},
+            nullptr, nullptr)) {
     // A request starts only with a quarter of the lease left at least;
     // in flight, renewals (below half) keep it above that.
     rule_.min_left_us = ttl_us_ / 4;
     rule_.ask_timeout_us = int64_t{o.ask_timeout_ms} * 1000;
   }
 
-  ~RedisIpLeases() override {
+  ~RedisIpLeases() override { Close(); }
+
+  void Close() override {
     if (timer_ != nullptr) {
       uv_close(reinterpret_cast<uv_handle_t*>(timer_),
                [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+      timer_ = nullptr;
     }
+    // Pending replies are dropped, not called back.
+    conn_.reset();
   }
 
   void Start() {
@@ -134,7 +143,7 @@ class RedisIpLeases final : public IpLeases {
         timer_,
         [](uv_timer_t* t) { static_cast<RedisIpLeases*>(t->data)->Tick(); },
         period, period);
-    conn_.Start();
+    conn_->Start();
   }
 
   Attempt TryAcquire(std::string_view ip, int64_t now_us) override {
@@ -172,7 +181,9 @@ class RedisIpLeases final : public IpLeases {
   }
 
   const IpLeaseStats& stats() const override { return stats_; }
-  bool connected() const override { return conn_.connected(); }
+  bool connected() const override {
+    return conn_ != nullptr && conn_->connected();
+  }
 
  private:
   struct Held {
@@ -191,8 +202,9 @@ class RedisIpLeases final : public IpLeases {
   // lease this node should hold already.
   bool SendAsk(std::string_view ip, int ms, bool renewal) {
     const int64_t sent_us = NowUs();
+    if (conn_ == nullptr) return false;  // closed
     std::string key(ip);
-    return conn_.Command(
+    return conn_->Command(
         {"EVAL", kAskScript, "2", LeaseKey(ip), WantKey(ip), node_,
          std::to_string(ms), std::to_string(opt_.contend_poll_ms * 5),
          renewal ? "renew" : "ask"},
@@ -273,12 +285,21 @@ class RedisIpLeases final : public IpLeases {
     const int64_t gap_ms =
         std::max<int64_t>(0, (next_us - now_us + 999) / 1000);
     std::string key(ip);
-    if (!conn_.Command({"EVAL", kGiveBackScript, "1", LeaseKey(ip), node_,
-                        std::to_string(gap_ms)},
-                       [this, key](redisReply*) {
-                         const int64_t now = NowUs();
-                         table_->EndQuestion(key, now, now);
-                       })) {
+    if (conn_ == nullptr ||
+        !conn_->Command({"EVAL", kGiveBackScript, "1", LeaseKey(ip), node_,
+                         std::to_string(gap_ms)},
+                        [this, key](redisReply* r) {
+                          // No reply: the connection died with the
+                          // give-back perhaps still on its way in; a
+                          // question from another connection waits a
+                          // little so as not to overtake it.
+                          const int64_t now = NowUs();
+                          table_->EndQuestion(
+                              key, now,
+                              r == nullptr
+                                  ? now + int64_t{opt_.reconnect_min_ms} * 1000
+                                  : now);
+                        })) {
       // Redis out of reach: the lease expires by itself.
       ++stats_.unreachable;
       table_->EndQuestion(ip, now_us,
@@ -287,7 +308,7 @@ class RedisIpLeases final : public IpLeases {
   }
 
   void Tick() {
-    conn_.Tick(wire::NowMs());
+    if (conn_ != nullptr) conn_->Tick(wire::NowMs());
     const int64_t now = NowUs();
     for (auto& [ip, h] : held_) {
       if (!h.renewing && h.permit_until_us - now < ttl_us_ / 2) {
@@ -303,7 +324,7 @@ class RedisIpLeases final : public IpLeases {
   std::string node_;
   int64_t ttl_us_;
   IpSlotTable::PermitRule rule_;
-  internal::RedisConn conn_;
+  std::unique_ptr<internal::RedisConn> conn_;  // null once closed
   uv_timer_t* timer_ = nullptr;
   // Addresses this process holds (a request in flight), for renewals.
   std::unordered_map<std::string, Held> held_;

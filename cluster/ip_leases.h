@@ -94,6 +94,13 @@ class IpLeases : public frontier::SharedIpSlots {
   // Whether the Redis connection is up.
   [[nodiscard]] virtual bool connected() const = 0;
 
+  // Stops the renewal timer and drops the Redis connection, so that the
+  // loop can run dry at the worker's end. Afterwards nothing more is
+  // acquired on a leased address; Release still frees the machine's slot,
+  // and the node's leases expire in Redis by themselves (lease_ttl_ms).
+  // Idempotent; the destructor does it too.
+  virtual void Close() = 0;
+
  protected:
   IpLeases() = default;
 };

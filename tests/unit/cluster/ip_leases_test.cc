@@ -128,6 +128,41 @@ TEST(IpLeases, ANodeAloneUsesAnAddressWithoutARoundTripPerRequest) {
   EXPECT_EQ(redis.Query({"GET", "crawld:t:ip:10.0.0.1"}), "0");
 }
 
+TEST(IpLeases, CloseLetsTheLoopRunDryAndReleaseStillFreesTheSlot) {
+  REQUIRE_REDIS();
+  NodeDir dir;
+  auto table = std::move(IpSlotTable::Create(dir.table(), TableOpts())).value();
+  auto other = std::move(IpSlotTable::Open(dir.table(), TableOpts())).value();
+  uv_loop_t loop;
+  ASSERT_EQ(uv_loop_init(&loop), 0);
+  {
+    auto leases = std::move(NewRedisIpLeases(&loop, table.get(),
+                                             LeaseOpts(redis.port(), 0)))
+                      .value();
+    // The renewal timer wakes the loop at least every 100 ms.
+    bool got = false;
+    for (int i = 0; i < 200 && !got; ++i) {
+      got = leases->TryAcquire("10.0.0.2", NowUs()).acquired;
+      if (!got) uv_run(&loop, UV_RUN_ONCE);
+    }
+    ASSERT_TRUE(got);
+    leases->Close();
+    leases->Close();  // idempotent
+    EXPECT_FALSE(leases->connected());
+    for (int i = 0; i < 100 && uv_loop_alive(&loop) != 0; ++i) {
+      uv_run(&loop, UV_RUN_NOWAIT);
+    }
+    EXPECT_EQ(uv_loop_alive(&loop), 0) << "a handle outlived Close";
+    // The request in flight ends after the close: the machine's slot is
+    // free for the node's other workers.
+    EXPECT_FALSE(other->TryAcquire("10.0.0.2", NowUs()).acquired);
+    leases->Release("10.0.0.2", NowUs(), NowUs());
+    EXPECT_TRUE(other->TryAcquire("10.0.0.2", NowUs()).acquired);
+  }
+  uv_run(&loop, UV_RUN_NOWAIT);
+  EXPECT_EQ(uv_loop_close(&loop), 0);
+}
+
 TEST(IpLeases, NothingIsAcquiredWithoutRedis) {
   const std::string redis_bin = FindRedisServer();
   if (redis_bin.empty()) GTEST_SKIP() << "no redis-server";
