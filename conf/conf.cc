@@ -464,11 +464,14 @@ constexpr Key kKeys[] = {
            "last good copy, if there is one, is used again."),
     BoolKey(CRAWLD_CONF_FIELD(politeness, per_ip),
             "At most one request in flight per IP address, as per host "
-            "(shared hosting puts many hosts on one address)."),
+            "(shared hosting puts many hosts on one address), whichever "
+            "worker process or node makes it: the workers of a machine "
+            "share run/ip-slots in the data directory, and nodes take "
+            "leases on addresses in Redis (docs/CLUSTER.md)."),
     IntKey(CRAWLD_CONF_FIELD(politeness, ip_min_delay_ms), 0, 3'600'000,
-           "Least milliseconds between two requests to one IP address when "
-           "per_ip is on; delay_factor x response time applies as well, "
-           "capped by max_delay_ms."),
+           "Least milliseconds between two requests to one IP address, from "
+           "any worker or node, when per_ip is on; delay_factor x response "
+           "time applies as well, capped by max_delay_ms."),
     IntKey(CRAWLD_CONF_FIELD(politeness, max_host_errors), 1, 1000,
            "Consecutive failures (network errors, 5xx, 429/503) after which "
            "a host is retired: its queue is dropped and counted."),
@@ -652,8 +655,9 @@ constexpr Key kKeys[] = {
            "Milliseconds a node's heartbeat lives in Redis: a node silent "
            "this long is out of the crawl and its hosts go to the others. "
            "A node stops fetching after three quarters of it without "
-           "reaching Redis. Every node of a crawl should use the same "
-           "value."),
+           "reaching Redis. A dead node's leases on IP addresses "
+           "(politeness.per_ip) expire one second after it. Every node of "
+           "a crawl should use the same value."),
 };
 
 #undef CRAWLD_CONF_FIELD

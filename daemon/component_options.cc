@@ -48,6 +48,40 @@ frontier::IpGate::Options IpGateOptions(const conf::Config& c) {
   return o;
 }
 
+frontier::IpSlotTable::Options IpSlotOptions(const conf::Config& c,
+                                             int workers) {
+  frontier::IpSlotTable::Options o;
+  // A dead holder's request ended at an unknown time: the next one waits
+  // the per-IP minimum from when that is found out.
+  o.reclaim_gap_us = c.politeness.ip_min_delay_ms * 1000;
+  // Longer than any request (a slow transfer must keep its address), with
+  // room for the time between the gate and the transfer's start.
+  o.lease_us = (c.fetch.total_timeout_ms + 10'000) * 1000;
+  // Room for every connection of every worker in flight or inside its gap
+  // at once, several times over (8 slots a bucket; a full bucket only
+  // makes an address wait). 4096 buckets is 4 MiB.
+  o.buckets = static_cast<uint32_t>(std::clamp<int64_t>(
+      int64_t{workers} * c.fetch.max_connections, 4096, 1 << 20));
+  return o;
+}
+
+cluster::IpLeaseOptions IpLeaseOptionsFor(const conf::Config& c) {
+  cluster::IpLeaseOptions o;
+  const conf::RedisAddress addr = conf::ParseRedisUrl(c.cluster.redis);
+  o.host = addr.host;
+  o.port = addr.port;
+  o.crawl = c.cluster.name;
+  o.node_id = c.cluster.node_id;
+  // A node cut off from Redis must stop its transfers (its membership
+  // lease, 3/4 of heartbeat_ttl_ms after its last heartbeat, checked every
+  // 200 ms) before its address leases expire. Renewed in flight whenever
+  // less than 3/4 of the lease is left, a lease outlives the partition by
+  // at least 3/4 of its life less one renewal period (100 ms): one second
+  // more than the heartbeat's TTL covers both delays.
+  o.lease_ttl_ms = c.cluster.heartbeat_ttl_ms + 1000;
+  return o;
+}
+
 conf::TrapGuard::Options TrapOptions(const conf::Config& c, int current_year) {
   conf::TrapGuard::Options o;
   o.host_budget = c.traps.host_budget;

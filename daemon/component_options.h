@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "cluster/ip_leases.h"
 #include "conf/conf.h"
 #include "conf/traps.h"
 #include "daemon/crawl_path.h"
@@ -16,6 +17,7 @@
 #include "fetcher/fetcher.h"
 #include "frontier/frontier.h"
 #include "frontier/ip_gate.h"
+#include "frontier/ip_slots.h"
 #include "store/store.h"
 #include "url/url.h"
 
@@ -26,6 +28,12 @@ url::Options CanonOptions(const conf::Config& c);
 frontier::Options FrontierOptions(const conf::Config& c,
                                   const std::string& spill_dir);
 frontier::IpGate::Options IpGateOptions(const conf::Config& c);
+// The table of address slots shared by the node's `workers` processes
+// (docs/CLUSTER.md, "Per-IP politeness across workers and nodes").
+frontier::IpSlotTable::Options IpSlotOptions(const conf::Config& c,
+                                             int workers);
+// The node's leases on addresses in Redis; for a crawl with cluster.redis.
+cluster::IpLeaseOptions IpLeaseOptionsFor(const conf::Config& c);
 // `current_year`: the calendar window's centre.
 conf::TrapGuard::Options TrapOptions(const conf::Config& c, int current_year);
 dns::Options DnsOptions(const conf::Config& c);

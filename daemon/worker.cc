@@ -74,8 +74,7 @@ Worker::Impl::Impl(const WorkerOptions& options)
       config_(options_.config),
       progress_(options_.progress, options_.progress_tty),
       canonicalizer_(CanonOptions(options_.config)),
-      traps_(TrapOptions(options_.config, CurrentYear())),
-      ip_gate_(IpGateOptions(options_.config)) {}
+      traps_(TrapOptions(options_.config, CurrentYear())) {}
 
 Worker::Impl::~Impl() {
   if (handles_open_) {
@@ -85,6 +84,8 @@ Worker::Impl::~Impl() {
   path_.reset();
   peers_.reset();
   api_.reset();
+  ip_gate_.reset();
+  ip_leases_.reset();
   fetch_.reset();
   resolve_.reset();
   waker_.reset();
@@ -117,6 +118,7 @@ Status Worker::Impl::Init() {
       data + "/worker-" + std::to_string(options_.worker_id);
   if (Status s = OpenFrontier(wdir); !s.ok()) return s;
   if (Status s = OpenNetwork(); !s.ok()) return s;
+  if (Status s = OpenIpGate(); !s.ok()) return s;
   auto warc =
       store::WarcWriter::Open(StoreOptions(config_, options_.worker_id));
   if (!warc.ok()) return warc.status();
@@ -255,6 +257,34 @@ Status Worker::Impl::OpenNetwork() {
   return Status::Ok();
 }
 
+Status Worker::Impl::OpenIpGate() {
+  frontier::IpGate::Options go = IpGateOptions(config_);
+  if (go.enabled) {
+    // Hosts are spread over the workers by name, so the hosts of one
+    // address are too: every worker of the node takes its addresses from
+    // one table, and in a cluster the node takes them from Redis as well.
+    // Whatever the worker count: a worker of a node that had more, or a
+    // drainer, may fetch beside the others.
+    const std::string run = config_.crawl.data_dir + "/run";
+    std::error_code ec;
+    std::filesystem::create_directories(run, ec);
+    auto slots = frontier::IpSlotTable::OpenOrCreate(
+        run + "/ip-slots", IpSlotOptions(config_, options_.workers));
+    if (!slots.ok()) return slots.status();
+    ip_slots_ = std::move(slots).value();
+    go.shared = ip_slots_.get();
+    if (!config_.cluster.redis.empty()) {
+      auto leases = cluster::NewRedisIpLeases(&loop_, ip_slots_.get(),
+                                              IpLeaseOptionsFor(config_));
+      if (!leases.ok()) return leases.status();
+      ip_leases_ = std::move(leases).value();
+      go.shared = ip_leases_.get();
+    }
+  }
+  ip_gate_ = std::make_unique<frontier::IpGate>(go);
+  return Status::Ok();
+}
+
 Status Worker::Impl::OpenPeers(const std::string& wdir) {
   const int exchange_workers =
       std::max({options_.workers, previous_workers_, options_.worker_id + 1});
@@ -328,7 +358,7 @@ void Worker::Impl::BuildPath() {
   pp.canonicalizer = &canonicalizer_;
   pp.traps = &traps_;
   pp.frontier = frontier_.get();
-  pp.ip_gate = &ip_gate_;
+  pp.ip_gate = ip_gate_.get();
   pp.hosts = hosts_.get();
   pp.documents = documents_.get();
   pp.warc = warc_.get();
@@ -649,6 +679,7 @@ void Worker::Impl::CloseAll() {
   waker_->Close();
   if (api_ != nullptr) api_->Close(&loop_);
   if (peers_ != nullptr) peers_->Close(&loop_);
+  if (ip_leases_ != nullptr) ip_leases_->Close();
   if (control_open_) {
     control_open_ = false;
     uv_close(reinterpret_cast<uv_handle_t*>(&control_), nullptr);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "cluster/ip_leases.h"
 #include "conf/overrides.h"
 #include "conf/rules.h"
 #include "conf/traps.h"
@@ -33,6 +34,7 @@
 #include "dedupe/dedupe.h"
 #include "frontier/frontier.h"
 #include "frontier/ip_gate.h"
+#include "frontier/ip_slots.h"
 #include "metrics/metrics.h"
 #include "store/store.h"
 #include "url/url.h"
@@ -79,6 +81,10 @@ class Worker::Impl final : public WorkerControl {
   Status OpenState(const std::string& worker_dir);
   Status OpenFrontier(const std::string& worker_dir);
   Status OpenNetwork();
+  // The per-IP gate, over the node's shared slots and, in a cluster, the
+  // node's leases (docs/CLUSTER.md, "Per-IP politeness across workers and
+  // nodes").
+  Status OpenIpGate();
   Status OpenPeers(const std::string& worker_dir);
   void BuildPath();
   Status LoadRules(bool initial);
@@ -124,7 +130,6 @@ class Worker::Impl final : public WorkerControl {
   ProgressLine progress_;
   url::Canonicalizer canonicalizer_;
   conf::TrapGuard traps_;
-  frontier::IpGate ip_gate_;
   std::unique_ptr<conf::RuleSet> rules_;
   std::unique_ptr<conf::Overrides> overrides_;
   std::unique_ptr<checkpoint::Store> state_;
@@ -134,6 +139,10 @@ class Worker::Impl final : public WorkerControl {
   std::unique_ptr<frontier::Frontier> frontier_;
   std::unique_ptr<ResolverPort> resolve_;
   std::unique_ptr<FetcherPort> fetch_;
+  // Declared in this order: the gate uses the leases, which use the table.
+  std::unique_ptr<frontier::IpSlotTable> ip_slots_;
+  std::unique_ptr<cluster::IpLeases> ip_leases_;
+  std::unique_ptr<frontier::IpGate> ip_gate_;
   std::unique_ptr<UvWorkPool> pool_;
   std::unique_ptr<UvWaker> waker_;
   std::unique_ptr<store::WarcWriter> warc_;
