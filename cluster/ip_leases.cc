@@ -27,27 +27,27 @@ namespace {
 using frontier::IpSlotTable;
 using internal::IsError;
 
-// KEYS: lease, want. ARGV: node, lease ms, want ms, mode ("ask" or
-// "renew").
+// KEYS: lease, want. ARGV: node, lease ms, want ms, mode ("ask", "renew"
+// or "check").
 // Returns {1, contended}: the lease is the node's (taken or renewed; it
-// only ever lengthens here), and contended = 1 if another node waits for
-// it. {0, ms}: another node's lease or gap, or free but promised to the
-// node that waited first; ask again within ms. A renewal never takes a
-// lease afresh nor waits for one: it may arrive after the node gave the
-// lease back.
+// only ever lengthens here; a check leaves it as it is), and contended = 1
+// if another node waits for it. {0, ms}: another node's lease or gap, or
+// free but promised to the node that waited first; ask again within ms. A
+// renewal or check never takes a lease afresh nor waits for one: it may
+// arrive after the node gave the lease back.
 constexpr const char* kAskScript = R"lua(
 local lease, want = KEYS[1], KEYS[2]
 local me, ttl, wttl, mode = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local v = redis.call('GET', lease)
 local w = redis.call('GET', want)
 if v == me then
-  if redis.call('PTTL', lease) < ttl then
+  if mode ~= 'check' and redis.call('PTTL', lease) < ttl then
     redis.call('PEXPIRE', lease, ttl)
   end
   if w and w ~= me then return {1, 1} end
   return {1, 0}
 end
-if mode == 'renew' then return {0, 0} end
+if mode ~= 'ask' then return {0, 0} end
 if not v and (not w or w == me) then
   redis.call('SET', lease, me, 'PX', ttl)
   if w then redis.call('DEL', want) end
@@ -150,6 +150,7 @@ class RedisIpLeases final : public IpLeases {
     const IpSlotTable::SlotAttempt a = table_->Acquire(ip, now_us, &rule_);
     switch (a.verdict) {
       case IpSlotTable::Verdict::kAcquired: {
+        idle_.erase(std::string(ip));
         Held& h = held_[std::string(ip)];
         h.permit_until_us = a.permit_until_us;
         if (a.permit_until_us - now_us < ttl_us_ / 2)
@@ -171,7 +172,12 @@ class RedisIpLeases final : public IpLeases {
     if (!r.released) return;
     if (r.give_back) {
       GiveBack(ip, now_us, r.next_us);
-    } else if (r.next_us >= r.permit_until_us) {
+      return;
+    }
+    // Idle here from now on, perhaps for good: unless used again, another
+    // node waiting for the address learns it from a check (Tick).
+    idle_[std::string(ip)] = {r.permit_until_us, now_us + ttl_us_ / 4};
+    if (r.next_us >= r.permit_until_us) {
       // The gap outlasts the lease as we know it: lengthen the lease over
       // the gap, or another node could start inside it.
       Renew(ip, static_cast<int>(std::min<int64_t>(
@@ -190,6 +196,11 @@ class RedisIpLeases final : public IpLeases {
     int64_t permit_until_us = 0;
     bool renewing = false;
   };
+  struct Idle {
+    int64_t permit_until_us = 0;  // as this process last knew it
+    int64_t check_us = 0;         // the next check
+  };
+  enum class Mode { kAsk, kRenew, kCheck };
 
   std::string LeaseKey(std::string_view ip) const {
     return prefix_ + "ip:" + Canonical(ip);
@@ -198,23 +209,24 @@ class RedisIpLeases final : public IpLeases {
     return prefix_ + "ipwant:" + Canonical(ip);
   }
 
-  // Sends kAskScript for `ip` (ms: the lease's life); `renewal` for a
-  // lease this node should hold already.
-  bool SendAsk(std::string_view ip, int ms, bool renewal) {
+  // Sends kAskScript for `ip` (ms: the lease's life); kRenew and kCheck
+  // for a lease this node should hold already.
+  bool SendAsk(std::string_view ip, int ms, Mode mode) {
     const int64_t sent_us = NowUs();
     if (conn_ == nullptr) return false;  // closed
+    static constexpr const char* kModes[] = {"ask", "renew", "check"};
     std::string key(ip);
     return conn_->Command(
         {"EVAL", kAskScript, "2", LeaseKey(ip), WantKey(ip), node_,
          std::to_string(ms), std::to_string(opt_.contend_poll_ms * 5),
-         renewal ? "renew" : "ask"},
-        [this, key = std::move(key), sent_us, ms, renewal](redisReply* r) {
-          OnAnswer(key, sent_us, ms, renewal, r);
+         kModes[static_cast<int>(mode)]},
+        [this, key = std::move(key), sent_us, ms, mode](redisReply* r) {
+          OnAnswer(key, sent_us, ms, mode, r);
         });
   }
 
   void Ask(std::string_view ip, int64_t now_us) {
-    if (SendAsk(ip, opt_.lease_ttl_ms, false)) {
+    if (SendAsk(ip, opt_.lease_ttl_ms, Mode::kAsk)) {
       ++stats_.asked;
     } else {
       ++stats_.unreachable;
@@ -229,7 +241,7 @@ class RedisIpLeases final : public IpLeases {
       if (it->second.renewing) return;
       it->second.renewing = true;
     }
-    if (SendAsk(ip, ms, true)) {
+    if (SendAsk(ip, ms, Mode::kRenew)) {
       ++stats_.renewed;
     } else {
       ++stats_.unreachable;
@@ -237,11 +249,14 @@ class RedisIpLeases final : public IpLeases {
     }
   }
 
-  void OnAnswer(const std::string& ip, int64_t sent_us, int ms, bool renewal,
+  void OnAnswer(const std::string& ip, int64_t sent_us, int ms, Mode mode,
                 redisReply* r) {
     const int64_t now = NowUs();
+    const bool renewal = mode != Mode::kAsk;  // renew or check
     auto held = held_.find(ip);
-    if (held != held_.end() && renewal) held->second.renewing = false;
+    if (held != held_.end() && mode == Mode::kRenew) {
+      held->second.renewing = false;
+    }
     if (IsError(r) || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
       // No answer (the connection died) or a broken one: as a refusal, so
       // that nothing here starts without a lease; asked again soon.
@@ -258,10 +273,17 @@ class RedisIpLeases final : public IpLeases {
       // The key lives until Redis applied the command plus `ms`; we count
       // from before we sent it and keep a quarter of the lease as margin
       // for the clocks' rates and this loop's latency.
-      const int64_t until = sent_us + int64_t{ms} * 1000 - ttl_us_ / 4;
+      // A check lengthened nothing.
+      const int64_t until = mode == Mode::kCheck
+                                ? INT64_MIN
+                                : sent_us + int64_t{ms} * 1000 - ttl_us_ / 4;
       if (held != held_.end()) {
         held->second.permit_until_us =
             std::max(held->second.permit_until_us, until);
+      }
+      if (auto idle = idle_.find(ip); idle != idle_.end()) {
+        idle->second.permit_until_us =
+            std::max(idle->second.permit_until_us, until);
       }
       int64_t next_us = 0;
       if (table_->GrantPermit(ip, now, sent_us, until, value == 1, rule_,
@@ -272,6 +294,7 @@ class RedisIpLeases final : public IpLeases {
     }
     ++stats_.denied;
     if (renewal) ++stats_.lost;
+    idle_.erase(ip);  // not the node's: nothing to check
     // Another node's lease: ask again soon (our claim in `ipwant` must not
     // lapse); its gap or a claim that ends sooner: right then.
     const int64_t wait_ms = std::clamp<int64_t>(value, 1, opt_.contend_poll_ms);
@@ -282,6 +305,7 @@ class RedisIpLeases final : public IpLeases {
   // EndQuestion, so that no question of this node overtakes the give-back.
   void GiveBack(std::string_view ip, int64_t now_us, int64_t next_us) {
     ++stats_.given_back;
+    idle_.erase(std::string(ip));
     const int64_t gap_ms =
         std::max<int64_t>(0, (next_us - now_us + 999) / 1000);
     std::string key(ip);
@@ -315,6 +339,24 @@ class RedisIpLeases final : public IpLeases {
         Renew(ip, opt_.lease_ttl_ms);
       }
     }
+    // An address this process used, idle since: is another node waiting
+    // for it? Once per quarter lease while the permit lasts, so at most
+    // about three checks after the last use, and none while the address is
+    // used more often than that (its renewals tell the same).
+    for (auto it = idle_.begin(); it != idle_.end();) {
+      Idle& i = it->second;
+      if (i.permit_until_us <= now) {
+        it = idle_.erase(it);
+        continue;
+      }
+      if (i.check_us <= now) {
+        i.check_us = now + ttl_us_ / 4;
+        if (SendAsk(it->first, opt_.lease_ttl_ms, Mode::kCheck)) {
+          ++stats_.checked;
+        }
+      }
+      ++it;
+    }
   }
 
   uv_loop_t* loop_;
@@ -328,6 +370,8 @@ class RedisIpLeases final : public IpLeases {
   uv_timer_t* timer_ = nullptr;
   // Addresses this process holds (a request in flight), for renewals.
   std::unordered_map<std::string, Held> held_;
+  // Addresses this process released while the node's permit lasts.
+  std::unordered_map<std::string, Idle> idle_;
   IpLeaseStats stats_;
 };
 

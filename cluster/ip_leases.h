@@ -15,11 +15,15 @@
 // node uses it without asking again. A request needs no round trip to Redis
 // while the permit is valid; the worker that uses it renews it (one round
 // trip about every lease_ttl_ms / 4 of use, and while a request is in
-// flight). Only an address that hosts of two nodes want at once costs more:
-// the waiting node leaves its id in `ipwant`, asks again every
-// contend_poll_ms, and the holder, told so at its next renewal, starts
-// nothing new there and gives the lease back after its request in flight,
-// leaving a "gap" value that lives for the per-IP gap after that request.
+// flight), and a worker that stopped using it checks it once every
+// lease_ttl_ms / 4 while the permit lasts. Only an address that hosts of
+// two nodes want at once costs more: the waiting node leaves its id in
+// `ipwant`, asks again every contend_poll_ms, and the holder, told so at its
+// next renewal or check, starts nothing new there and gives the lease back
+// after its request in flight, leaving a "gap" value that lives for the
+// per-IP gap after that request. So nodes that share an address take turns
+// of about a quarter lease, and an address a node stopped using waits at
+// most about a quarter lease for another node.
 // So the gap is timed by Redis's clock alone: the nodes' clocks may
 // disagree by any amount; only their rates are assumed equal (within a
 // quarter of the lease, the margin each node keeps).
@@ -75,6 +79,7 @@ struct IpLeaseStats {
   uint64_t granted = 0;      // answered "yours"
   uint64_t denied = 0;       // answered "another node's" (or its gap)
   uint64_t renewed = 0;      // renewals sent
+  uint64_t checked = 0;      // checks sent for idle leases (below)
   uint64_t given_back = 0;   // leases given back to a waiting node
   uint64_t lost = 0;         // renewals answered "no longer yours"
   uint64_t unreachable = 0;  // questions not sent or not answered
