@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <string_view>
 #include <unordered_map>
@@ -176,7 +177,10 @@ class RedisIpLeases final : public IpLeases {
     }
     // Idle here from now on, perhaps for good: unless used again, another
     // node waiting for the address learns it from a check (Tick).
-    idle_[std::string(ip)] = {r.permit_until_us, now_us + ttl_us_ / 4};
+    Idle& idle = idle_[std::string(ip)];
+    idle.permit_until_us = r.permit_until_us;
+    idle.quick = Contested(ip, now_us) ? kQuickChecks : 0;
+    idle.check_us = now_us + CheckAfterUs(idle);
     if (r.next_us >= r.permit_until_us) {
       // The gap outlasts the lease as we know it: lengthen the lease over
       // the gap, or another node could start inside it.
@@ -199,7 +203,11 @@ class RedisIpLeases final : public IpLeases {
   struct Idle {
     int64_t permit_until_us = 0;  // as this process last knew it
     int64_t check_us = 0;         // the next check
+    int quick = 0;                // checks left at the short interval
   };
+  // Checks a few polls apart after the last use of an address another
+  // node wanted lately (it is likely to want it again soon).
+  static constexpr int kQuickChecks = 3;
   enum class Mode { kAsk, kRenew, kCheck };
 
   std::string LeaseKey(std::string_view ip) const {
@@ -286,6 +294,7 @@ class RedisIpLeases final : public IpLeases {
             std::max(idle->second.permit_until_us, until);
       }
       int64_t next_us = 0;
+      if (value == 1) contested_[ip] = now + ttl_us_;
       if (table_->GrantPermit(ip, now, sent_us, until, value == 1, rule_,
                               &next_us)) {
         GiveBack(ip, now, next_us);
@@ -295,6 +304,7 @@ class RedisIpLeases final : public IpLeases {
     ++stats_.denied;
     if (renewal) ++stats_.lost;
     idle_.erase(ip);  // not the node's: nothing to check
+    if (!renewal) contested_[ip] = now + ttl_us_;
     // Another node's lease: ask again soon (our claim in `ipwant` must not
     // lapse); its gap or a claim that ends sooner: right then.
     const int64_t wait_ms = std::clamp<int64_t>(value, 1, opt_.contend_poll_ms);
@@ -331,6 +341,21 @@ class RedisIpLeases final : public IpLeases {
     }
   }
 
+  bool Contested(std::string_view ip, int64_t now_us) const {
+    auto it = contested_.find(std::string(ip));
+    return it != contested_.end() && it->second > now_us;
+  }
+
+  // How long until the next check of an address unused here: a quarter
+  // lease, or a few of the waiting node's polls while quick checks last.
+  int64_t CheckAfterUs(const Idle& idle) const {
+    if (idle.quick > 0) {
+      return std::min<int64_t>(ttl_us_ / 4,
+                               int64_t{opt_.contend_poll_ms} * 4 * 1000);
+    }
+    return ttl_us_ / 4;
+  }
+
   void Tick() {
     if (conn_ != nullptr) conn_->Tick(wire::NowMs());
     const int64_t now = NowUs();
@@ -339,10 +364,14 @@ class RedisIpLeases final : public IpLeases {
         Renew(ip, opt_.lease_ttl_ms);
       }
     }
+    for (auto it = contested_.begin(); it != contested_.end();) {
+      it = it->second <= now ? contested_.erase(it) : std::next(it);
+    }
     // An address this process used, idle since: is another node waiting
     // for it? Once per quarter lease while the permit lasts, so at most
     // about three checks after the last use, and none while the address is
-    // used more often than that (its renewals tell the same).
+    // used more often than that (its renewals tell the same); the first
+    // few sooner for an address another node wanted lately.
     for (auto it = idle_.begin(); it != idle_.end();) {
       Idle& i = it->second;
       if (i.permit_until_us <= now) {
@@ -350,7 +379,8 @@ class RedisIpLeases final : public IpLeases {
         continue;
       }
       if (i.check_us <= now) {
-        i.check_us = now + ttl_us_ / 4;
+        if (i.quick > 0) --i.quick;
+        i.check_us = now + CheckAfterUs(i);
         if (SendAsk(it->first, opt_.lease_ttl_ms, Mode::kCheck)) {
           ++stats_.checked;
         }
@@ -372,6 +402,9 @@ class RedisIpLeases final : public IpLeases {
   std::unordered_map<std::string, Held> held_;
   // Addresses this process released while the node's permit lasts.
   std::unordered_map<std::string, Idle> idle_;
+  // Addresses another node wanted (a contended answer, or a refusal to
+  // this process), until when that is news.
+  std::unordered_map<std::string, int64_t> contested_;
   IpLeaseStats stats_;
 };
 

@@ -13,27 +13,33 @@
 // The lease is the node's, not a process's: it is recorded in the address's
 // slot of the machine's table (the slot's permit), so every worker of the
 // node uses it without asking again. A request needs no round trip to Redis
-// while the permit is valid; the worker that uses it renews it (one round
+// while the permit is valid. The worker that uses it renews it (one round
 // trip about every lease_ttl_ms / 4 of use, and while a request is in
-// flight), and a worker that stopped using it checks it once every
-// lease_ttl_ms / 4 while the permit lasts. Only an address that hosts of
-// two nodes want at once costs more: the waiting node leaves its id in
-// `ipwant`, asks again every contend_poll_ms, and the holder, told so at its
-// next renewal or check, starts nothing new there and gives the lease back
-// after its request in flight, leaving a "gap" value that lives for the
-// per-IP gap after that request. So nodes that share an address take turns
-// of about a quarter lease, and an address a node stopped using waits at
-// most about a quarter lease for another node.
-// So the gap is timed by Redis's clock alone: the nodes' clocks may
-// disagree by any amount; only their rates are assumed equal (within a
-// quarter of the lease, the margin each node keeps).
+// flight); a worker that stopped using it checks it once every
+// lease_ttl_ms / 4 while the permit lasts (the first three checks
+// 4 x contend_poll_ms apart if another node wanted the address within the
+// last lease).
+//
+// Only an address that hosts of two nodes want at once costs more: the
+// waiting node leaves its id in `ipwant` and asks again every
+// contend_poll_ms; the holder, told so at its next renewal or check, starts
+// nothing new there and gives the lease back after its request in flight,
+// leaving a "gap" value that lives for the per-IP gap after that request.
+// So nodes that share an address take turns of about a quarter lease, and
+// an address a node stopped using waits at most about a quarter lease for
+// another node (a few polls if that node had wanted it lately). The gap is
+// timed by Redis's clock alone: the nodes' clocks may disagree by any
+// amount; only their rates are assumed equal (within a quarter of the
+// lease, the margin each node keeps).
 //
 // A node that dies holds its leases until they expire (lease_ttl_ms). A
 // node that cannot reach Redis renews nothing: its permits lapse and it
 // starts no new request on a leased address; a request it already has in
 // flight is covered because its supervisor's membership lease (3/4 of
 // heartbeat_ttl_ms, docs/CLUSTER.md "Fencing") stops every worker of the
-// node first, provided lease_ttl_ms >= heartbeat_ttl_ms.
+// node first, provided lease_ttl_ms exceeds heartbeat_ttl_ms by the
+// renewal period and the workers' 200 ms lease check (the worker gives it
+// heartbeat_ttl_ms + 1 s).
 #ifndef CRAWLD_CLUSTER_IP_LEASES_H_
 #define CRAWLD_CLUSTER_IP_LEASES_H_
 
@@ -59,7 +65,7 @@ struct IpLeaseOptions {
   // --- Behaviour.
 
   // Life of a lease in Redis (milliseconds) and so the longest a dead
-  // node blocks an address. Must be >= the membership's heartbeat_ttl_ms
+  // node blocks an address. Must exceed the membership's heartbeat_ttl_ms
   // (see above); give every node the same value.
   int lease_ttl_ms = 10'000;
   // A node waiting for an address another node holds asks again this often

@@ -274,15 +274,43 @@ TEST(IpLeases, AnAddressANodeStoppedUsingGoesToTheWaitingNodeSoon) {
   EXPECT_GE(NowUs() - released, 50'000);
   EXPECT_GE(a->stats().checked, 1u);
   EXPECT_EQ(a->stats().given_back, 1u);
-  // Nobody waits now: b's checks (one a quarter lease) stop with its
-  // permit and never lengthen its lease; a, which gave it back, checks
-  // nothing.
+  // Nobody waits now: b's checks (three a few polls apart, as a wanted the
+  // address lately, then one a quarter lease) stop with its permit and
+  // never lengthen its lease; a, which gave it back, checks nothing.
   b->Release("10.0.0.11", NowUs(), NowUs());
   const int64_t evals = EvalCalls(redis);
   loop.RunFor(kTtlMs + 500);
-  EXPECT_LE(EvalCalls(redis) - evals, 3);
+  EXPECT_LE(EvalCalls(redis) - evals, 3 + 3);
   EXPECT_GE(b->stats().checked, 1u);
   EXPECT_EQ(redis.Query({"EXISTS", "crawld:t:ip:10.0.0.11"}), "0");
+}
+
+TEST(IpLeases, AnAddressTwoNodesWantGoesBackSoonerWhenUnused) {
+  REQUIRE_REDIS();
+  NodeDir dir_a, dir_b;
+  auto ta = std::move(IpSlotTable::Create(dir_a.table(), TableOpts())).value();
+  auto tb = std::move(IpSlotTable::Create(dir_b.table(), TableOpts())).value();
+  TestLoop loop;
+  constexpr int kTtlMs = 4000;  // a quarter lease: 1 s
+  auto a = std::move(NewRedisIpLeases(loop.get(), ta.get(),
+                                      LeaseOpts(redis.port(), 0, kTtlMs)))
+               .value();
+  auto b = std::move(NewRedisIpLeases(loop.get(), tb.get(),
+                                      LeaseOpts(redis.port(), 1, kTtlMs)))
+               .value();
+  ASSERT_GE(AcquireWithin(loop, a.get(), "10.0.0.12", 5000), 0);
+  // b is refused while a holds it, then gets it once a stops using it.
+  ASSERT_FALSE(b->TryAcquire("10.0.0.12", NowUs()).acquired);
+  a->Release("10.0.0.12", NowUs(), NowUs());
+  ASSERT_GE(AcquireWithin(loop, b.get(), "10.0.0.12", 5000), 0);
+  // b, which knows that a wants the address too, checks it a few polls
+  // after its own last use (not a quarter lease later): a has it back well
+  // within the quarter lease.
+  const int64_t released = NowUs();
+  b->Release("10.0.0.12", released, released);
+  ASSERT_GE(AcquireWithin(loop, a.get(), "10.0.0.12", 5000), 0);
+  EXPECT_LT(NowUs() - released, 600'000);
+  EXPECT_EQ(b->stats().given_back, 1u);
 }
 
 TEST(IpLeases, AGapLongerThanTheLeaseStillHoldsForTheOtherNode) {
