@@ -145,7 +145,6 @@ Status Worker::Impl::Init() {
     ap.canonicalizer = &canonicalizer_;
     ap.traps = &traps_;
     ap.fetch = fetch_.get();
-    ap.warc = warc_.get();
     ap.log = &log_;
     ap.clock = &clock_;
     // <data>/run/admin.url, or admin-<worker>.url with several workers.
@@ -521,11 +520,17 @@ void Worker::Impl::StartTimers() {
         &checkpoint_timer_,
         [](uv_timer_t* t) {
           Impl* self = static_cast<Impl*>(t->data);
-          if (Status s = self->recovery_->Checkpoint("interval"); !s.ok()) {
-            self->stats_.Count("checkpoint_failed");
-            self->log_.Write(Level::kError, "checkpoint_failed",
-                             {{"error", s.ToString()}});
-          }
+          if (self->checkpoint_waiting_) return;
+          // Between two record writes: the writer's position is exact.
+          self->checkpoint_waiting_ = true;
+          self->path_->WhenStoreIdle([self] {
+            self->checkpoint_waiting_ = false;
+            if (Status s = self->recovery_->Checkpoint("interval"); !s.ok()) {
+              self->stats_.Count("checkpoint_failed");
+              self->log_.Write(Level::kError, "checkpoint_failed",
+                               {{"error", s.ToString()}});
+            }
+          });
         },
         every_ms, every_ms);
   }

@@ -223,12 +223,9 @@ void WorkerApi::ReadFeed(const Request& req, Responder r) {
     }
     limit = v;
   }
-  if (parts_.warc != nullptr) {
-    if (Status s = parts_.warc->Flush(); !s.ok()) {
-      r.SendError(500, s.message());
-      return;
-    }
-  }
+  // No flush: a reader sees every line the writer's write(2) put there;
+  // the writer belongs to the record writes (off the loop) and the
+  // checkpoint, which syncs it.
   if (feed_ == nullptr) {
     auto reader =
         store::FeedReader::Open(parts_.config->crawl.data_dir + "/index/feed");
