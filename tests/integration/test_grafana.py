@@ -12,16 +12,26 @@
   Prometheus adds itself: job, instance); equality matchers name values
   that occur.
 
-What it does not prove: that Grafana renders the panels (no Grafana here),
-or that each expression returns data in Prometheus; the PromQL is tokenized
-below, not evaluated.
+- DashboardInPrometheus: a real Prometheus server (Debian's prometheus
+  package) scrapes a live crawl every second; every panel query, with
+  $__rate_interval = 10s and the variables at "All", succeeds and returns
+  at least one series, and every template variable lists values. Skipped
+  (exit 77 when run as a script, which ctest reports as skipped) when
+  /usr/bin/prometheus is not installed.
+
+What it does not prove: that Grafana renders the panels (no Grafana here).
 """
 import json
 import os
 import re
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import unittest
+import urllib.error
+import urllib.parse
 import urllib.request
 
 import crawl_util
@@ -304,6 +314,33 @@ robots = "disallow"
 """
 
 
+def start_crawl(test, farm, dns, data, min_delay_ms, **overrides):
+    """A two-worker crawl with a rules file and an overrides file (so that
+    every family of the dashboard is exposed); returns (Popen, admin base
+    URL) once the admin API is up."""
+    os.makedirs(data, exist_ok=True)
+    rules = os.path.join(data, "rules.txt")
+    with open(rules, "w") as f:
+        f.write("reject regex /never/\ndefault accept\n")
+    overrides_file = os.path.join(data, "overrides.conf")
+    with open(overrides_file, "w") as f:
+        f.write("h3.farm.test delay-ms 100\n")
+    proc, _ = crawl_util.start_crawl(
+        farm, dns, data_dir=data,
+        **{"workers.count": 2, "crawl.rules_file": rules,
+           "politeness.overrides_file": overrides_file,
+           "politeness.min_delay_ms": min_delay_ms, **overrides})
+    url_file = os.path.join(data, "run", "admin.url")
+    deadline = time.monotonic() + 30
+    while not os.path.exists(url_file):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            harness.stop_process(proc)
+            test.fail("crawld wrote no admin.url")
+        time.sleep(0.05)
+    with open(url_file) as f:
+        return proc, f.read().strip()
+
+
 class DashboardMetrics(unittest.TestCase):
 
     def scrape_live_crawl(self):
@@ -312,28 +349,9 @@ class DashboardMetrics(unittest.TestCase):
         with harness.Webfarm(FARM, max_seconds=300) as farm, \
                 harness.Dnsmasq(farm.hosts_file, max_seconds=300) as dns:
             data = tempfile.mkdtemp(prefix="crawld-grafana-")
-            rules = os.path.join(data, "rules.txt")
-            with open(rules, "w") as f:
-                f.write("reject regex /never/\ndefault accept\n")
-            overrides = os.path.join(data, "overrides.conf")
-            with open(overrides, "w") as f:
-                f.write("h3.farm.test delay-ms 100\n")
-            proc, _ = crawl_util.start_crawl(
-                farm, dns, data_dir=data,
-                **{"workers.count": 2, "crawl.rules_file": rules,
-                   "politeness.overrides_file": overrides,
-                   "politeness.min_delay_ms": 100})
+            proc, base = start_crawl(self, farm, dns, data, 100)
             samples = {}
             try:
-                url_file = os.path.join(data, "run", "admin.url")
-                deadline = time.monotonic() + 30
-                while not os.path.exists(url_file):
-                    self.assertLess(time.monotonic(), deadline,
-                                    "crawld wrote no admin.url")
-                    self.assertIsNone(proc.poll(), "crawld exited")
-                    time.sleep(0.05)
-                with open(url_file) as f:
-                    base = f.read().strip()
                 # Scrape until pages and events have shown up (bounded).
                 deadline = time.monotonic() + 60
                 while time.monotonic() < deadline:
@@ -385,5 +403,114 @@ class DashboardMetrics(unittest.TestCase):
         self.assertGreaterEqual(len(checked), 15, sorted(checked))
 
 
+PROMETHEUS = "/usr/bin/prometheus"
+
+
+class DashboardInPrometheus(unittest.TestCase):
+    """Every query of the dashboard, evaluated by a real Prometheus that
+    scrapes a live crawl."""
+
+    RATE_INTERVAL = "10s"
+
+    def setUp(self):
+        if not os.access(PROMETHEUS, os.X_OK):
+            self.skipTest(f"{PROMETHEUS} is not installed (Debian package "
+                          f"prometheus): the dashboard's queries are not "
+                          f"evaluated")
+
+    def api(self, port, path, **params):
+        url = f"http://127.0.0.1:{port}/api/v1/{path}?" + \
+            urllib.parse.urlencode(params, doseq=True)
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                reply = json.load(r)
+        except urllib.error.HTTPError as e:  # e.g. 400 for bad PromQL
+            self.fail(f"Prometheus refused {params}: {e.read()[:500]!r}")
+        self.assertEqual(reply["status"], "success", reply)
+        return reply["data"]
+
+    def expand(self, expr):
+        """Grafana's substitution with every variable at "All" (.*)."""
+        expr = expr.replace("$__rate_interval", self.RATE_INTERVAL)
+        return re.sub(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?", ".*", expr)
+
+    def test_every_query_returns_data(self):
+        dash = load_dashboard()
+        admin_port = harness.free_port()
+        prom_port = harness.free_port()
+        work = tempfile.mkdtemp(prefix="crawld-prometheus-")
+        with open(os.path.join(work, "prometheus.yml"), "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n"
+                    "scrape_configs:\n  - job_name: crawld\n"
+                    "    static_configs:\n"
+                    f"      - targets: ['127.0.0.1:{admin_port}']\n")
+        with harness.Webfarm(FARM, max_seconds=300) as farm, \
+                harness.Dnsmasq(farm.hosts_file, max_seconds=300) as dns:
+            # Prometheus has no lifetime bound of its own: `timeout` gives
+            # it one, so a crashed test never leaves it running.
+            log = open(os.path.join(work, "prometheus.log"), "w")
+            prom = subprocess.Popen(
+                [shutil.which("timeout") or "/usr/bin/timeout",
+                 "--signal=TERM", "--kill-after=5", "300", PROMETHEUS,
+                 f"--config.file={work}/prometheus.yml",
+                 f"--storage.tsdb.path={work}/tsdb",
+                 f"--web.listen-address=127.0.0.1:{prom_port}"],
+                stdout=log, stderr=log)
+            log.close()
+            proc = None
+            try:
+                # min_delay_ms = 1000: 25 pages a host keep the crawl (and
+                # its /metrics) up for more than 25 s.
+                proc, _ = start_crawl(self, farm, dns,
+                                      os.path.join(work, "data"), 1000,
+                                      **{"admin.port": admin_port})
+                # Until every query has data (rate() needs two scrapes in
+                # its window, an error class its first error), bounded.
+                deadline = time.monotonic() + 40
+                while True:
+                    empty = self.empty_queries(dash, prom_port)
+                    if not empty or time.monotonic() > deadline:
+                        break
+                    time.sleep(1)
+                self.assertIsNone(proc.poll(), "the crawl ended too soon")
+            finally:
+                harness.stop_process(proc)
+                harness.stop_process(prom)
+        self.assertEqual(empty, [], "queries without data")
+
+    def empty_queries(self, dash, port):
+        """Panel queries and template variables that return nothing (or
+        that Prometheus refuses: the test fails at once)."""
+        empty = []
+        for p in dash["panels"]:
+            for t in p.get("targets", []):
+                expr = self.expand(t["expr"])
+                try:
+                    data = self.api(port, "query", query=expr)
+                except OSError:
+                    data = {"result": []}  # not listening yet
+                if not data["result"]:
+                    empty.append(f"panel {p['id']} {p['title']!r} "
+                                 f"{t['refId']}: {expr}")
+        for v in dash["templating"]["list"]:
+            if v["type"] != "query":
+                continue
+            m = re.fullmatch(r"label_values\((.*),\s*(\w+)\)",
+                             v["query"]["query"])
+            try:
+                values = self.api(port, f"label/{m.group(2)}/values",
+                                  **{"match[]": self.expand(m.group(1))})
+            except OSError:
+                values = []
+            if not values:
+                empty.append(f"variable {v['name']}")
+        return empty
+
+
 if __name__ == "__main__":
-    unittest.main()
+    # As a script (ctest): exit 77, "skipped", when every test skipped.
+    result = unittest.main(exit=False, verbosity=2).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    sys.exit(77 if result.skipped and
+             result.testsRun <= len(result.skipped) else 0)
