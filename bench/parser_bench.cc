@@ -9,12 +9,18 @@
 //
 // Counters: bytes_per_second (HTML bytes), items_per_second (pages), and
 // links/s for Extract.
+//
+// BM_WorstShape/<shape>: hostile pages of max_parse_bytes (4 MiB, the
+// default) each built to make one step of Gumbo's tree building expensive
+// (issue 19 item 1: any page must cost at most about a second). The bound
+// is the time of one iteration; see docs/LINKS.md for the figures.
 #include <benchmark/benchmark.h>
 #include <gumbo.h>
 
 #include <cstdint>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "parser/parser.h"
@@ -184,6 +190,105 @@ void BM_ExtractWindows1252(benchmark::State& state) {
   ExtractBench(state, true, "text/html; charset=windows-1252");
 }
 BENCHMARK(BM_ExtractWindows1252);
+
+// --- Worst shapes ------------------------------------------------------------
+
+std::string Repeat(std::string_view unit, size_t bytes) {
+  std::string s;
+  s.reserve(bytes + unit.size());
+  while (s.size() + unit.size() <= bytes) s += unit;
+  return s;
+}
+
+struct Shape {
+  const char* name;
+  std::string (*make)(size_t bytes);
+};
+
+constexpr size_t kShapeBytes = size_t{4} << 20;  // Options::max_parse_bytes
+
+const Shape kShapes[] = {
+    // Gumbo checks each new attribute against all earlier ones.
+    {"attrs_one_element",
+     [](size_t b) {
+       std::string s = "<p";
+       for (size_t i = 0; s.size() < b; ++i) s += " a" + std::to_string(i);
+       return s + " href=/x>";
+     }},
+    {"attrs_256_per_element",
+     [](size_t b) {
+       std::string tag = "<i";
+       for (int i = 0; i < 256; ++i) tag += " a" + std::to_string(i);
+       return Repeat(tag + "></i>", b);
+     }},
+    {"attrs_end_tag", [](size_t b) { return "<p>" + Repeat(" a", b) + ">"; }},
+    // Scope checks walk the stack of open elements: O(depth) per tag.
+    {"div_nest", [](size_t b) { return Repeat("<div>", b); }},
+    {"span_nest", [](size_t b) { return Repeat("<span>", b); }},
+    {"ul_li_nest", [](size_t b) { return Repeat("<ul><li>", b); }},
+    {"p_div_nest", [](size_t b) { return Repeat("<p><div>", b); }},
+    {"div_unclosed_span", [](size_t b) { return Repeat("<div></span>", b); }},
+    {"custom_nest", [](size_t b) { return Repeat("<x-a></x-b>", b); }},
+    {"table_nest", [](size_t b) { return Repeat("<table><tr><td>", b); }},
+    {"template_nest", [](size_t b) { return Repeat("<template>", b); }},
+    {"svg_g_nest", [](size_t b) { return "<svg>" + Repeat("<g>", b); }},
+    // Formatting elements: reconstruction, Noah's ark, adoption agency.
+    {"b_nest", [](size_t b) { return Repeat("<b>", b); }},
+    {"formatting_mix",
+     [](size_t b) {
+       return Repeat("<b><i><u><s><em><font><nobr><strong>", b) + "x";
+     }},
+    {"aaa_a_div", [](size_t b) { return Repeat("<a href=/x><div>x</a>", b); }},
+    {"aaa_b_p", [](size_t b) { return Repeat("<b><p>x</b>", b); }},
+    {"foster_formatting",
+     [](size_t b) { return "<table>" + Repeat("x<b>", b); }},
+    // Flat but many nodes.
+    {"many_small_elements", [](size_t b) { return Repeat("<i></i>", b); }},
+    {"many_links", [](size_t b) { return Repeat("<a href=/l>l</a>", b); }},
+    {"text", [](size_t b) { return std::string(b, 'x'); }},
+    {"comments", [](size_t b) { return Repeat("<!---->", b); }},
+    {"entities", [](size_t b) { return Repeat("&amp;&notit;&#x41;", b); }},
+    // <noscript>: raw text per element; inside <select> the first guess is
+    // wrong and the page is parsed again.
+    {"noscript_many",
+     [](size_t b) { return Repeat("<noscript><a href=/n></noscript>", b); }},
+    {"noscript_in_select",
+     [](size_t b) {
+       return Repeat("<select><noscript><a href=/n></select>", b);
+     }},
+};
+
+void BM_WorstShape(benchmark::State& state, const Shape* shape) {
+  const std::string page = shape->make(kShapeBytes);
+  crawld::parser::Options options;
+  crawld::parser::Extractor ex(options);
+  const crawld::url::Url doc =
+      crawld::url::Parse("https://www.example.com/hostile.html").value();
+  crawld::parser::Page page_out;
+  for (auto _ : state) {
+    ex.ExtractInto(page, "text/html; charset=utf-8", doc, "crawld", &page_out);
+    benchmark::DoNotOptimize(page_out.links.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(page.size()));
+  state.counters["links"] = static_cast<double>(page_out.links.size());
+  state.counters["flattened"] =
+      static_cast<double>(page_out.cuts.elements_flattened);
+  state.counters["attrs_dropped"] =
+      static_cast<double>(page_out.cuts.attributes_dropped);
+}
+
+int RegisterShapes() {
+  for (const Shape& s : kShapes) {
+    benchmark::RegisterBenchmark(
+        (std::string("BM_WorstShape/") + s.name).c_str(), BM_WorstShape, &s)
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(1)
+        ->Repetitions(1);
+  }
+  return 0;
+}
+const int kRegistered = RegisterShapes();
 
 }  // namespace
 

@@ -6,10 +6,10 @@
 // reopen, or none is. Keys are compared bytewise, so prefix scans return keys
 // in memcmp order; callers encode numbers big-endian when order matters.
 //
-// This first version only stores bytes. The key layout of the crawl state
-// (queue spill, seen fingerprints, host records, markers) and periodic
-// checkpoints come with the next frontier issue. leveldb types never leave
-// this component: errors are translated into crawld::Status.
+// The store holds bytes; the crawl state a worker keeps in it, its key
+// layout and value formats are checkpoint/crawl_state.h, specified in
+// docs/CHECKPOINT.md. leveldb types never leave this component: errors are
+// translated into crawld::Status.
 #ifndef CRAWLD_CHECKPOINT_CHECKPOINT_H_
 #define CRAWLD_CHECKPOINT_CHECKPOINT_H_
 

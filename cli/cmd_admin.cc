@@ -33,15 +33,13 @@
 #include <string_view>
 #include <vector>
 
+#include "base/ascii.h"
+#include "base/json.h"
 #include "base/status.h"
 #include "cli/commands.h"
-#include "daemon/admin.h"
 
 namespace crawld::cli {
 namespace {
-
-using daemon::Json;
-using daemon::JsonLimits;
 
 // Exit codes of every online command (docs/CRAWLCTL.md).
 constexpr int kExitOk = 0;
@@ -50,7 +48,7 @@ constexpr int kExitUsage = 2;   // usage error, or local I/O error
 constexpr int kExitUnreachable = 3;
 
 // Seed batches stay well under the server's default 1 MiB body limit
-// (AdminServer::Options::request.max_body_bytes) whatever the URL lengths.
+// (http::ServerOptions::request.max_body_bytes) whatever the URL lengths.
 constexpr size_t kSeedBatchUrls = 1000;
 constexpr size_t kSeedBatchBytes = 512 * 1024;
 constexpr size_t kMaxSeedLineBytes = 64 * 1024;
@@ -179,17 +177,15 @@ std::string Trim(std::string_view s) {
 // RFC 3986 unreserved characters stay, every other byte is %XX: safe both
 // as one path segment and as a query value.
 std::string PercentEncode(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
-  for (const unsigned char c : s) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-        (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
-        c == '~') {
-      out += static_cast<char>(c);
+  for (const char c : s) {
+    if (ascii::IsAlnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
     } else {
+      const auto b = static_cast<unsigned char>(c);
       out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
+      out += ascii::HexDigitUpper(b >> 4);
+      out += ascii::HexDigitUpper(b);
     }
   }
   return out;
@@ -376,14 +372,14 @@ class Client {
                const std::string* body, Json* out) {
     Result<Reply> reply = Call(method, path, body);
     if (!reply.ok()) return Unreachable(reply.status());
-    JsonLimits limits;
+    json::Limits limits;
     limits.max_bytes = kMaxReplyBytes;  // a full docs page can pass 1 MiB
-    Result<Json> parsed = Json::Parse(reply->body, limits);
+    Result<Json> parsed = json::Parse(reply->body, limits);
     if (reply->status < 200 || reply->status > 299) {
       std::string why = Trim(reply->body);
       if (parsed.ok()) {
-        const Json* e = parsed->Find("error");
-        if (e != nullptr && e->is_string()) why = e->as_string();
+        const Json* e = json::Find(*parsed, "error");
+        if (e != nullptr && e->is_string()) why = e->get<std::string>();
       }
       if (why.size() > 2000) why.resize(2000);
       if (json_ && !reply->body.empty()) PrintRaw(reply->body);
@@ -426,34 +422,34 @@ class Client {
 const Json* At(const Json& j, std::initializer_list<std::string_view> path) {
   const Json* v = &j;
   for (std::string_view k : path) {
-    v = v->Find(k);
+    v = json::Find(*v, k);
     if (v == nullptr) return nullptr;
   }
   return v;
 }
 
+// The string at v, or nullptr when v is absent or not a string.
+const std::string* Str(const Json* v) {
+  return v != nullptr && v->is_string() ? &v->get_ref<const std::string&>()
+                                        : nullptr;
+}
+
 std::string Text(const Json* v) {
   if (v == nullptr) return "?";
-  switch (v->type()) {
-    case Json::Type::kNull:
-      return "null";
-    case Json::Type::kBool:
-      return v->as_bool() ? "yes" : "no";
-    case Json::Type::kString:
-      return v->as_string();
-    case Json::Type::kNumber: {
-      const double d = v->as_number();
-      char buf[64];
-      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e15) {
-        std::snprintf(buf, sizeof buf, "%.0f", d);
-      } else {
-        std::snprintf(buf, sizeof buf, "%.2f", d);
-      }
-      return buf;
+  if (v->is_null()) return "null";
+  if (v->is_boolean()) return v->get<bool>() ? "yes" : "no";
+  if (v->is_string()) return v->get<std::string>();
+  if (v->is_number()) {
+    const double d = v->get<double>();
+    char buf[64];
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e15) {
+      std::snprintf(buf, sizeof buf, "%.0f", d);
+    } else {
+      std::snprintf(buf, sizeof buf, "%.2f", d);
     }
-    default:
-      return v->Dump();
+    return buf;
   }
+  return json::Dump(*v);
 }
 
 std::string Text(const Json& j, std::initializer_list<std::string_view> path) {
@@ -463,7 +459,7 @@ std::string Text(const Json& j, std::initializer_list<std::string_view> path) {
 // One field of a `docs tail` line: control characters would break the
 // one-line-per-record, TAB-separated format, so they become '?'.
 std::string Field(const Json& entry, std::string_view key) {
-  std::string s = Text(entry.Find(key));
+  std::string s = Text(json::Find(entry, key));
   for (char& c : s) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
   }
@@ -513,18 +509,18 @@ int RunStatus(Client& client) {
                      Text(j, {"hosts", "retired"}) + " retired");
   Line("robots fetches:", Text(j, {"robots_fetches"}));
   Line("uptime:", Text(j, {"uptime_s"}) + " s");
-  const Json* counts = j.Find("counts");
-  if (counts != nullptr && counts->is_object() && !counts->members().empty()) {
+  const Json* counts = json::Find(j, "counts");
+  if (counts != nullptr && counts->is_object() && !counts->empty()) {
     std::string s;
-    for (const auto& [k, v] : counts->members()) {
+    for (const auto& [k, v] : counts->items()) {
       if (!s.empty()) s += ' ';
       s += k + "=" + Text(&v);
     }
     Line("counts:", s);
   }
-  const Json* workers = j.Find("workers");
+  const Json* workers = json::Find(j, "workers");
   if (workers != nullptr && workers->is_array()) {
-    for (const Json& w : workers->items()) {
+    for (const Json& w : *workers) {
       Line("worker " + Text(w, {"id"}) + ":",
            Text(w, {"pages"}) + " pages, " + Text(w, {"queued"}) + " queued");
     }
@@ -542,9 +538,9 @@ int RunMetrics(Client& client) {
   if (!reply.ok()) return client.Unreachable(reply.status());
   if (reply->status < 200 || reply->status > 299) {
     std::string why = Trim(reply->body);
-    Result<Json> parsed = Json::Parse(reply->body);
-    if (parsed.ok() && parsed->Find("error") != nullptr) {
-      why = Text(parsed->Find("error"));
+    Result<Json> parsed = json::Parse(reply->body);
+    if (parsed.ok() && json::Find(*parsed, "error") != nullptr) {
+      why = Text(json::Find(*parsed, "error"));
     }
     std::fprintf(stderr, "crawlctl metrics: server answered %ld: %s\n",
                  reply->status, why.c_str());
@@ -599,11 +595,11 @@ struct SeedLine {
 
 int SendSeedBatch(Client& client, const std::vector<SeedLine>& batch,
                   long totals[3], std::vector<std::string>* rejected) {
-  Json urls = Json::MakeArray();
-  for (const SeedLine& s : batch) urls.Push(s.url);
-  Json body = Json::MakeObject();
-  body.Set("urls", std::move(urls));
-  const std::string text = body.Dump();
+  Json urls = Json::array();
+  for (const SeedLine& s : batch) urls.push_back(s.url);
+  Json body = Json::object();
+  body["urls"] = std::move(urls);
+  const std::string text = json::Dump(body);
   Json j;
   if (int rc = client.CallJson("POST", "/api/seeds", &text, &j)) {
     std::fprintf(stderr,
@@ -612,17 +608,17 @@ int SendSeedBatch(Client& client, const std::vector<SeedLine>& batch,
                  batch.front().line, totals[0]);
     return rc;
   }
-  const Json* added = j.Find("added");
-  const Json* known = j.Find("known");
+  const Json* added = json::Find(j, "added");
+  const Json* known = json::Find(j, "known");
   if (added != nullptr && added->is_number()) {
-    totals[0] += static_cast<long>(added->as_number());
+    totals[0] += static_cast<long>(added->get<double>());
   }
   if (known != nullptr && known->is_number()) {
-    totals[1] += static_cast<long>(known->as_number());
+    totals[1] += static_cast<long>(known->get<double>());
   }
-  const Json* rej = j.Find("rejected");
+  const Json* rej = json::Find(j, "rejected");
   if (rej != nullptr && rej->is_array()) {
-    for (const Json& r : rej->items()) {
+    for (const Json& r : *rej) {
       ++totals[2];
       rejected->push_back(Text(r, {"url"}) + ": " + Text(r, {"error"}));
     }
@@ -660,7 +656,7 @@ int RunSeeds(Client& client, const Args& args) {
       continue;
     }
     // Its size in the request body, escapes included.
-    const size_t bytes = Json(url).Dump().size() + 1;
+    const size_t bytes = json::Dump(Json(url)).size() + 1;
     if (!batch.empty() && (batch.size() >= kSeedBatchUrls ||
                            batch_bytes + bytes > kSeedBatchBytes)) {
       if (int rc = SendSeedBatch(client, batch, totals, &rejected)) return rc;
@@ -725,11 +721,11 @@ int RunRulesTest(Client& client, const Args& args) {
     }
   }
   const std::string* seed_host = args.Flag("--seed-host");
-  Json body = Json::MakeObject();
-  body.Set("url", args.positional[1]);
-  body.Set("depth", static_cast<int64_t>(depth));
-  body.Set("seed_host", seed_host != nullptr ? *seed_host : std::string());
-  const std::string text = body.Dump();
+  Json body = Json::object();
+  body["url"] = args.positional[1];
+  body["depth"] = static_cast<int64_t>(depth);
+  body["seed_host"] = seed_host != nullptr ? *seed_host : std::string();
+  const std::string text = json::Dump(body);
   Json j;
   if (int rc = client.CallJson("POST", "/api/rules/test", &text, &j)) {
     return rc;
@@ -737,34 +733,30 @@ int RunRulesTest(Client& client, const Args& args) {
   if (client.json()) return kExitOk;
   Line("url:", Text(j, {"url"}));
   const Json* accept = At(j, {"filter", "accept"});
-  std::string filter = accept != nullptr && accept->is_bool()
-                           ? (accept->as_bool() ? "accept" : "reject")
+  std::string filter = accept != nullptr && accept->is_boolean()
+                           ? (accept->get<bool>() ? "accept" : "reject")
                            : "?";
   const std::string rule = Text(j, {"filter", "rule"});
-  const Json* file = At(j, {"filter", "file"});
-  if (file != nullptr && file->is_string() && !file->as_string().empty()) {
-    filter += " by " + file->as_string() + ":" + Text(j, {"filter", "line"});
+  const std::string* file = Str(At(j, {"filter", "file"}));
+  if (file != nullptr && !file->empty()) {
+    filter += " by " + *file + ":" + Text(j, {"filter", "line"});
   }
   if (!rule.empty() && rule != "?") filter += " (" + rule + ")";
   Line("filter:", filter);
-  const Json* traps = j.Find("traps");
-  Line("traps:", traps != nullptr && traps->is_string()
-                     ? OrNone(traps->as_string())
-                     : Text(traps));
-  const Json* ov = j.Find("override");
-  Line("override:",
-       ov != nullptr && ov->is_string() ? OrNone(ov->as_string()) : Text(ov));
+  const Json* traps = json::Find(j, "traps");
+  Line("traps:", Str(traps) != nullptr ? OrNone(*Str(traps)) : Text(traps));
+  const Json* ov = json::Find(j, "override");
+  Line("override:", Str(ov) != nullptr ? OrNone(*Str(ov)) : Text(ov));
   const Json* allowed = At(j, {"robots", "allowed"});
   std::string robots = Text(j, {"robots", "state"});
-  if (allowed != nullptr && allowed->is_bool()) {
-    robots += allowed->as_bool() ? ", allowed" : ", disallowed";
+  if (allowed != nullptr && allowed->is_boolean()) {
+    robots += allowed->get<bool>() ? ", allowed" : ", disallowed";
   } else {
     robots += " (no verdict until robots.txt is fetched)";
   }
-  const Json* robots_rule = At(j, {"robots", "rule"});
-  if (robots_rule != nullptr && robots_rule->is_string() &&
-      !robots_rule->as_string().empty()) {
-    robots += " (" + robots_rule->as_string() + ")";
+  const std::string* robots_rule = Str(At(j, {"robots", "rule"}));
+  if (robots_rule != nullptr && !robots_rule->empty()) {
+    robots += " (" + *robots_rule + ")";
   }
   Line("robots:", robots);
   return kExitOk;
@@ -792,13 +784,11 @@ int RunHost(Client& client, const Args& args) {
   Line("consecutive errors:", Text(j, {"consecutive_errors"}));
   Line("retired:", Text(j, {"retired"}));
   Line("pages:", Text(j, {"pages"}));
-  const Json* ov = j.Find("override");
-  Line("override:",
-       ov != nullptr && ov->is_string() ? OrNone(ov->as_string()) : Text(ov));
+  const Json* ov = json::Find(j, "override");
+  Line("override:", Str(ov) != nullptr ? OrNone(*Str(ov)) : Text(ov));
   Line("robots:", Text(j, {"robots", "state"}));
-  const Json* rules = At(j, {"robots", "rules"});
-  if (rules != nullptr && rules->is_string()) {
-    std::istringstream lines(rules->as_string());
+  if (const std::string* rules = Str(At(j, {"robots", "rules"}))) {
+    std::istringstream lines(*rules);
     std::string l;
     while (std::getline(lines, l)) std::printf("  %s\n", l.c_str());
   }
@@ -964,14 +954,13 @@ int RunDocsTail(Client& client, const Args& args) {
     const std::string path = "/api/docs?since=" + PercentEncode(cursor) +
                              "&limit=" + std::to_string(limit);
     if (int rc = client.CallJson("GET", path, nullptr, &j)) return rc;
-    const Json* entries = j.Find("entries");
-    const Json* next = j.Find("next");
-    if (entries == nullptr || !entries->is_array() || next == nullptr ||
-        !next->is_string()) {
+    const Json* entries = json::Find(j, "entries");
+    const std::string* next = Str(json::Find(j, "next"));
+    if (entries == nullptr || !entries->is_array() || next == nullptr) {
       std::fprintf(stderr, "crawlctl docs: reply lacks 'entries' or 'next'\n");
       return kExitServer;
     }
-    if (!entries->items().empty() && next->as_string() == cursor) {
+    if (!entries->empty() && *next == cursor) {
       // Would print the same records forever.
       std::fprintf(stderr,
                    "crawlctl docs: the server sent records but did not "
@@ -979,7 +968,7 @@ int RunDocsTail(Client& client, const Args& args) {
       return kExitServer;
     }
     if (!client.json()) {
-      for (const Json& e : entries->items()) {
+      for (const Json& e : *entries) {
         std::printf("%s\t%s\t%s\t%s:%s\n", Field(e, "cursor").c_str(),
                     Field(e, "status").c_str(), Field(e, "url").c_str(),
                     Field(e, "warc").c_str(), Field(e, "offset").c_str());
@@ -991,15 +980,15 @@ int RunDocsTail(Client& client, const Args& args) {
                    std::strerror(errno));
       return kExitUsage;
     }
-    if (cursor_file != nullptr && next->as_string() != cursor) {
-      const Status st = WriteCursorFile(*cursor_file, next->as_string());
+    if (cursor_file != nullptr && *next != cursor) {
+      const Status st = WriteCursorFile(*cursor_file, *next);
       if (!st.ok()) {
         std::fprintf(stderr, "crawlctl docs: %s\n", st.message().c_str());
         return kExitUsage;
       }
     }
-    cursor = next->as_string();
-    const bool full = entries->items().size() >= static_cast<size_t>(limit);
+    cursor = *next;
+    const bool full = entries->size() >= static_cast<size_t>(limit);
     if (once) break;
     if (full) continue;  // more is waiting: ask again at once
     if (!follow) break;  // caught up
@@ -1016,6 +1005,14 @@ constexpr char kAdminHelp[] =
     "Run 'crawlctl <command> --help' for details.\n";
 
 }  // namespace
+
+int CommonOptionArity(const char* arg) {
+  const std::string_view a = arg;
+  if (a == "--api" || a == "--data" || a == "--token" || a == "--timeout-ms") {
+    return 1;
+  }
+  return a == "--json" ? 0 : -1;
+}
 
 int RunAdminCommand(int argc, char** argv) {
   const std::string_view group = argv[0];

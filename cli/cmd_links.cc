@@ -2,11 +2,14 @@
 //
 //   crawlctl links --base URL [--content-type CT] [--all] < page.html
 //
-// Prints the absolute URL of every <a href> and <area href> (after <base
-// href>), one per line, in document order. With --all, every extracted link
-// (canonical, alternate, next, refresh, frames too) as "kind<TAB>url" with
-// "<TAB>nofollow" appended where rel=nofollow. Exit code 1 when some hrefs
-// did not resolve (their count goes to stderr).
+// Prints the hyperlinks a browser finds (parser::Page::links: every HTML
+// <a href> and <area href>, resolved against the frozen base URL, in
+// document order, duplicates kept), one http(s) URL per line: the list the
+// links corpus (docs/LINKS.md) checks against parse5. With --all, the other
+// outlinks (canonical, alternate, next, refresh, frames, SVG anchors)
+// follow, every line as "kind<TAB>url" with "<TAB>nofollow" appended where
+// rel=nofollow. What the parser's bounds cut goes to stderr. Exit code 1
+// when some hrefs did not resolve (their count goes to stderr).
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -21,14 +24,16 @@ namespace {
 constexpr char kLinksHelp[] =
     "usage: crawlctl links --base URL [options] < document.html\n"
     "\n"
-    "Reads one HTML document on stdin and prints the absolute URLs of its\n"
-    "<a href> and <area href> links, one per line, in document order,\n"
-    "resolved against its <base href> (if any) or URL.\n"
+    "Reads one HTML document on stdin and prints the absolute http(s) URLs\n"
+    "of its <a href> and <area href> links as a browser lists them, one per\n"
+    "line, in document order, resolved against its <base href> (if any) or\n"
+    "URL. <noscript> content is not markup (a browser with scripting on).\n"
     "\n"
     "options:\n"
     "  --base URL           the document's URL (required)\n"
     "  --content-type CT    the HTTP Content-Type, for its charset parameter\n"
-    "  --all                every link kind, as kind<TAB>url[<TAB>nofollow]\n"
+    "  --all                also the other outlinks (canonical, refresh,\n"
+    "                       frames, ...), as kind<TAB>url[<TAB>nofollow]\n"
     "  --help               this text\n"
     "\n"
     "exit codes: 0 ok, 1 some hrefs did not resolve, 2 usage or I/O error\n";
@@ -84,19 +89,34 @@ int RunLinksCommand(int argc, char** argv) {
   options.extract_text = false;
   parser::Extractor extractor(options);
   parser::Page page = extractor.Extract(body, content_type, *base);
+  auto print = [](const parser::Link& link) {
+    std::printf("%.*s\t%s%s\n",
+                static_cast<int>(parser::LinkKindName(link.kind).size()),
+                parser::LinkKindName(link.kind).data(), link.url.c_str(),
+                link.nofollow ? "\tnofollow" : "");
+  };
   for (const parser::Link& link : page.links) {
     if (all) {
-      std::printf("%.*s\t%s%s\n",
-                  static_cast<int>(parser::LinkKindName(link.kind).size()),
-                  parser::LinkKindName(link.kind).data(), link.url.c_str(),
-                  link.nofollow ? "\tnofollow" : "");
-    } else if (link.kind == parser::LinkKind::kAnchor ||
-               link.kind == parser::LinkKind::kArea) {
+      print(link);
+    } else {
       std::printf("%s\n", link.url.c_str());
     }
   }
-  if (page.truncated) {
-    std::fprintf(stderr, "crawlctl links: document cut (size or nesting)\n");
+  if (all) {
+    for (const parser::Link& link : page.other_links) print(link);
+  }
+  const parser::ParseCuts& cuts = page.cuts;
+  if (cuts.bytes_cut) {
+    std::fprintf(stderr, "crawlctl links: document cut at %zu bytes\n",
+                 extractor.options().max_parse_bytes);
+  }
+  if (cuts.attributes_dropped > 0 || cuts.elements_flattened > 0 ||
+      cuts.links_dropped > 0) {
+    std::fprintf(stderr,
+                 "crawlctl links: bounds: %zu attribute(s) dropped, %zu "
+                 "element(s) flattened, %zu link(s) over the cap\n",
+                 cuts.attributes_dropped, cuts.elements_flattened,
+                 cuts.links_dropped);
   }
   if (std::fflush(stdout) != 0) return 2;
   if (page.invalid_links > 0) {

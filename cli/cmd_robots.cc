@@ -24,6 +24,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -57,13 +58,16 @@ constexpr char kCheckHelp[] =
     "Reads URLs from stdin, one per line: absolute URLs\n"
     "(https://host/path?query) or a path with its query (/path?query).\n"
     "Prints one line per input line: 'allowed' or 'disallowed' for the\n"
-    "product token NAME under RFC 9309.\n"
+    "product token NAME, as Google's robots.txt parser (the reference\n"
+    "implementation of RFC 9309) decides; see docs/ROBOTS.md. The whole\n"
+    "file is read (up to 64 MiB); the crawler reads its first 500 KiB.\n"
     "\n"
     "  --robots FILE  the robots.txt file to read\n"
-    "  --agent NAME   our product token, e.g. crawld (case-insensitive)\n"
+    "  --agent NAME   our product token, e.g. crawld (case-insensitive,\n"
+    "                 compared as given)\n"
     "  --why          append a TAB and the deciding rule, as\n"
     "                 'line N: Disallow: /x', or 'default' when no rule\n"
-    "                 matched (robots.txt itself is always allowed)\n"
+    "                 matched\n"
     "\n"
     "Skipped robots.txt lines are reported on stderr.\n"
     "Exit codes: 0 done, 2 usage or I/O error.\n";
@@ -98,25 +102,6 @@ constexpr char kShowHelp[] =
     "2 usage error.\n";
 
 bool IsHelp(std::string_view arg) { return arg == "--help" || arg == "-h"; }
-
-// The path and query of an absolute URL ("https://h:1/p?q#f" -> "/p?q"),
-// or the input itself when it has no scheme and authority. Deliberately
-// small: no validation and no canonicalisation (that is url/'s job);
-// Rules normalises percent-encoding itself.
-std::string_view PathAndQuery(std::string_view url) {
-  const size_t scheme_end = url.find("://");
-  if (scheme_end != std::string_view::npos && scheme_end > 0 &&
-      url.substr(0, scheme_end).find_first_of("/?#") ==
-          std::string_view::npos) {
-    url.remove_prefix(scheme_end + 3);
-    const size_t path = url.find_first_of("/?#");
-    if (path == std::string_view::npos) return "/";
-    url.remove_prefix(path);
-  }
-  const size_t fragment = url.find('#');
-  if (fragment != std::string_view::npos) url = url.substr(0, fragment);
-  return url;
-}
 
 int RunCheck(int argc, char** argv) {
   std::string robots_file;
@@ -157,7 +142,11 @@ int RunCheck(int argc, char** argv) {
                  robots_file.c_str());
     return 2;
   }
-  const robots::Rules rules = robots::Rules::Parse(body.str(), agent);
+  // The whole file, as Google's robots_check reads it (the crawler reads the
+  // first 500 KiB, RFC 9309 2.5).
+  robots::Options options;
+  options.max_bytes = std::numeric_limits<size_t>::max();  // clamped: 64 MiB
+  const robots::Rules rules = robots::Rules::Parse(body.str(), agent, options);
   for (const std::string& d : rules.diagnostics()) {
     std::fprintf(stderr, "%s: %s\n", robots_file.c_str(), d.c_str());
   }
@@ -171,7 +160,7 @@ int RunCheck(int argc, char** argv) {
   std::string out;
   while (std::getline(std::cin, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    const robots::Verdict v = rules.Check(PathAndQuery(line));
+    const robots::Verdict v = rules.Check(robots::PathFromUrl(line));
     out = v.allowed ? "allowed" : "disallowed";
     if (why) {
       out += '\t';

@@ -23,6 +23,11 @@ int RunFilterCommand(int argc, char** argv);  // filter test --rules FILE
 // status | metrics | pause | resume | stop | seeds | rules | host | docs;
 // argv[0] says which.
 int RunAdminCommand(int argc, char** argv);
+// For the online commands' common options given before the command
+// (`crawlctl --data DIR status`): 1 for an option that takes a value
+// (--api, --data, --token, --timeout-ms), 0 for a switch (--json), -1 for
+// anything else.
+int CommonOptionArity(const char* arg);
 
 }  // namespace crawld::cli
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 #include "cli/commands.h"
 
@@ -56,6 +57,8 @@ constexpr Group kGroups[] = {
 void Usage(FILE* out) {
   std::fprintf(out,
                "usage: crawlctl <command> [args...]\n"
+               "       crawlctl [--api URL | --data DIR] [--token T] "
+               "<online command> [args...]\n"
                "       crawlctl <command> --help\n\ncommands:\n");
   for (const Group& g : kGroups) {
     std::fprintf(out, "  %-8s %s\n", g.name, g.summary);
@@ -70,19 +73,52 @@ void Usage(FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
+  // The online commands' common options may come before the command
+  // (`crawlctl --data DIR status`, as docs/OPERATIONS.md writes it): they
+  // are moved after it, where the command's own parser reads them.
+  std::vector<char*> global;
+  int first = 1;
+#ifdef CRAWLD_HAVE_CMD_ADMIN
+  while (first < argc) {
+    const int arity = crawld::cli::CommonOptionArity(argv[first]);
+    if (arity < 0) break;
+    if (first + arity >= argc) {
+      std::fprintf(stderr, "crawlctl: %s needs a value and a command\n",
+                   argv[first]);
+      Usage(stderr);
+      return 2;
+    }
+    for (int k = 0; k <= arity; ++k) global.push_back(argv[first + k]);
+    first += arity + 1;
+  }
+#endif
+  if (first >= argc) {
     Usage(stderr);
     return 2;
   }
-  std::string_view cmd = argv[1];
-  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+  std::string_view cmd = argv[first];
+  if (global.empty() && (cmd == "--help" || cmd == "-h" || cmd == "help")) {
     Usage(stdout);
     return 0;
   }
   for (const Group& g : kGroups) {
-    if (cmd == g.name) return g.run(argc - 1, argv + 1);
+    if (cmd != g.name) continue;
+#ifdef CRAWLD_HAVE_CMD_ADMIN
+    if (!global.empty() && g.run != crawld::cli::RunAdminCommand) {
+      std::fprintf(stderr,
+                   "crawlctl: %s before the command is for the online "
+                   "commands; '%s' is offline\n",
+                   global.front(), argv[first]);
+      return 2;
+    }
+#endif
+    // argv[first..] then the options given before the command.
+    std::vector<char*> args(argv + first, argv + argc);
+    args.insert(args.end(), global.begin(), global.end());
+    args.push_back(nullptr);
+    return g.run(static_cast<int>(args.size()) - 1, args.data());
   }
-  std::fprintf(stderr, "crawlctl: unknown command '%s'\n", argv[1]);
+  std::fprintf(stderr, "crawlctl: unknown command '%s'\n", argv[first]);
   Usage(stderr);
   return 2;
 }

@@ -4,15 +4,35 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 namespace crawld::cluster {
 
-Ring::Ring(int workers, const Options& options)
-    : workers_(std::max(workers, 1)) {
+namespace {
+
+std::vector<int> FirstWorkers(int workers) {
+  std::vector<int> ids;
+  for (int w = 0; w < std::max(workers, 1); ++w) ids.push_back(w);
+  return ids;
+}
+
+}  // namespace
+
+Ring::Ring(int workers, const Options& options) : workers_(0) {
+  Build(FirstWorkers(workers), options);
+}
+
+Ring::Ring(const std::vector<int>& workers, const Options& options)
+    : workers_(0) {
+  Build(workers.empty() ? FirstWorkers(1) : workers, options);
+}
+
+void Ring::Build(const std::vector<int>& workers, const Options& options) {
+  workers_ = static_cast<int>(workers.size());
   const int vnodes = std::clamp(options.virtual_nodes, 1, 65536);
-  points_.reserve(static_cast<size_t>(workers_) * static_cast<size_t>(vnodes));
+  points_.reserve(workers.size() * static_cast<size_t>(vnodes));
   std::string key;
-  for (int w = 0; w < workers_; ++w) {
+  for (int w : workers) {
     for (int v = 0; v < vnodes; ++v) {
       key = std::to_string(w);
       key += '#';

@@ -18,8 +18,12 @@
 // docs/CLUSTER.md):
 //   - local: a mesh of Unix-domain stream sockets, one listener per worker
 //     at <run_dir>/worker-<i>.sock (single machine, no external service);
-//   - redis: one Redis Stream inbox per worker, read with a consumer group,
-//     plus node membership by heartbeat keys and a ring epoch.
+//   - redis: one Redis Stream inbox per worker, read with a consumer group.
+//
+// Membership (several machines) says which nodes are in the crawl: each
+// node's supervisor renews a heartbeat key in Redis, and one Lua script per
+// heartbeat computes the live set and bumps the ring epoch when it changes,
+// so Redis alone decides the view (docs/CLUSTER.md, "Membership").
 // Both are at-least-once: a batch stays with the sender until the receiver's
 // inbox acknowledges it (i.e. the URLs are durable in its frontier), and
 // nothing is dropped. When a destination's bound is reached, Send refuses
@@ -31,6 +35,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -54,6 +59,10 @@ struct Options {
   int virtual_nodes = 1024;
 };
 
+// The largest worker id + 1 of a crawl (count): every exchange accepts
+// destinations below it.
+inline constexpr int kMaxWorkers = 65536;
+
 // Immutable after construction, so safe to share between threads.
 // Copyable (a sorted vector of points).
 class Ring {
@@ -61,9 +70,17 @@ class Ring {
   // Builds the ring for workers 0..workers-1. `workers` is clamped to >= 1.
   Ring(int workers, const Options& options);
 
-  // The worker (0..workers()-1) that owns `host`. Pass the host exactly as
-  // the politeness key uses it (lower-case, punycode, no port): different
-  // spellings of one host would land on different workers.
+  // Builds the ring for the given worker ids (e.g. the workers of the live
+  // nodes). A worker's points depend only on its id, so two rings that
+  // share workers agree on every host the others' points do not capture:
+  // removing a worker moves only its hosts, adding one moves hosts only to
+  // it. An empty list is treated as {0}.
+  Ring(const std::vector<int>& workers, const Options& options);
+
+  // The worker that owns `host`: one of the ring's ids (0..workers()-1 for
+  // the first constructor). Pass the host exactly as the politeness key
+  // uses it (lower-case, punycode, no port): different spellings of one
+  // host would land on different workers.
   int Owner(std::string_view host) const;
 
   // Number of workers (count).
@@ -74,6 +91,7 @@ class Ring {
     uint64_t hash;
     int worker;
   };
+  void Build(const std::vector<int>& workers, const Options& options);
   int workers_;
   std::vector<Point> points_;  // sorted by (hash, worker)
 };
@@ -83,9 +101,24 @@ class Ring {
 
 // One URL travelling to the worker that owns its host.
 struct UrlMessage {
+  UrlMessage() = default;
+  UrlMessage(std::string u, uint16_t d, double c, std::string seed = {},
+             bool mark = false)
+      : url(std::move(u)),
+        depth(d),
+        credit(c),
+        seed_host(std::move(seed)),
+        seen_mark(mark) {}
+
   std::string url;     // canonical absolute URL (url/ output)
   uint16_t depth = 0;  // link depth from the seed (hops)
   double credit = 0;   // AOPIC cash carried to the owner
+  // The host of the seed the URL descends from (the filter's scope rules);
+  // empty: the URL's own host.
+  std::string seed_host;
+  // Not a URL to crawl: a URL its previous owner already fetched (a host
+  // moved to this worker); the owner only remembers it as seen.
+  bool seen_mark = false;
 };
 
 // Called by the inbox owner once a batch is durable (in the frontier). May be
@@ -167,15 +200,16 @@ struct RedisOptions {
   std::string crawl = "default";
   // Consumer group on each inbox stream.
   std::string group = "crawld";
-  // Heartbeat key TTL (milliseconds); renewed every ttl/3. A worker whose
-  // key expired is out of the membership.
-  int heartbeat_ttl_ms = 3000;
   // Pending entries idle this long are claimed from their consumer (dead or
   // stuck) by the reading worker (milliseconds).
   int claim_min_idle_ms = 30000;
-  // Called (on the loop) when the ring epoch changes: the new epoch and the
-  // live workers, ascending. Optional.
-  std::function<void(int64_t epoch, const std::vector<int>& live)> on_epoch;
+  // Keep acknowledged entries in the inbox stream (XACK without XDEL), so
+  // that another worker can read everything sent to this one again should
+  // its node leave the crawl (Exchange::Adopt). The backlog the senders
+  // poll is then the stream length minus an acknowledged-entries counter.
+  // Every worker of a crawl must agree. Costs Redis memory for every URL
+  // routed between workers until the keys are deleted.
+  bool retain_acked = false;
 
   // --- Performance ---
 
@@ -244,6 +278,21 @@ class Exchange {
       const std::function<void(int to_worker, const UrlMessage& m)>& fn)
       const = 0;
 
+  // Also delivers, to this worker's inbox, every batch ever sent to these
+  // workers (gone from the crawl: their frontiers died with them), from the
+  // first, and then what still arrives for them; replaces the previous
+  // list. Redis with retain_acked only (the local exchange has no
+  // membership and ignores it). An adopted batch is done once the inbox
+  // acknowledged it; it stays in its stream for the next adopter.
+  virtual void Adopt(const std::vector<int>& workers) = 0;
+
+  // Calls `fn` (on the loop, at most once, never after the exchange is
+  // destroyed) once every batch that was in this worker's inbox when it was
+  // called has been delivered to the inbox. Local: at once (a batch is
+  // delivered as it arrives); redis: once the reader reached the stream's
+  // end as it was then.
+  virtual void WhenCaughtUp(std::function<void()> fn) = 0;
+
   virtual ExchangeStats stats() const = 0;
 
   // Test hook: drops every connection as a crash of the network would.
@@ -268,6 +317,120 @@ class Exchange {
 // REQUIRES: `loop` outlives the exchange.
 [[nodiscard]] Result<std::unique_ptr<Exchange>> NewRedisExchange(
     uv_loop_t* loop, const RedisOptions& options);
+
+// ---------------------------------------------------------------------------
+// Membership: which nodes are in the crawl (docs/CLUSTER.md, "Membership").
+
+// What a node tells the others with each heartbeat.
+struct NodeReport {
+  // The newest epoch whose ring all of this node's workers use, with what
+  // they handed over stored (0: none yet).
+  int64_t acked_epoch = 0;
+  bool going = false;     // its workers fetch (had go at acked_epoch)
+  bool idle = false;      // nothing queued, in flight or in transit
+  uint64_t sent = 0;      // URLs its workers sent (exchange counters)
+  uint64_t received = 0;  // URLs its workers received
+  uint64_t pages = 0;     // pages its workers recorded
+  // Milliseconds since the node last renewed its heartbeat, as Redis saw it
+  // (in a view; ignored by Publish). A node whose report is old may have
+  // died since: its report is not to be trusted for the end of the crawl.
+  int64_t age_ms = 0;
+};
+
+// The membership as Redis last answered a heartbeat.
+struct MembershipView {
+  // Bumped by Redis on every change of `live`. Treat any change as a new
+  // ring: it restarts from 1 if Redis loses its data.
+  int64_t epoch = 0;
+  std::vector<int> live;  // node ids with a live heartbeat, ascending
+  std::vector<int> gone;  // node ids that joined once and are not live
+  std::map<int, NodeReport> reports;  // of the live nodes
+  std::string done;  // the crawl-wide stop reason once set, else ""
+  // This node's lease: until then (std::chrono::steady_clock milliseconds,
+  // CLOCK_MONOTONIC: the same clock in every process of the machine) its
+  // heartbeat key surely lives, so no other node can have been given its
+  // hosts. 0 when this heartbeat did not renew the key (an observer, a
+  // displaced node). The margin to the key's real expiry is a quarter of
+  // the TTL.
+  uint64_t lease_until_ms = 0;
+  // Another process took this node id (its key holds another incarnation):
+  // this one must stop.
+  bool displaced = false;
+};
+
+struct MembershipOptions {
+  // --- Behaviour ---
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  std::string crawl = "default";  // the key prefix, crawld:<crawl>:
+  int node_id = 0;                // >= 0
+  // Lifetime of the heartbeat key (milliseconds, clamped to [100, 3600000]):
+  // a node silent this long is out of the view.
+  int heartbeat_ttl_ms = 10000;
+
+  // --- Performance ---
+  // Heartbeat period (milliseconds, clamped to [10, ttl/4]).
+  int period_ms = 200;
+  int reconnect_min_ms = 50;
+  int reconnect_max_ms = 2000;
+};
+
+// A node's heartbeat. Lives on one uv_loop_t, used only from that loop's
+// thread; never blocks, creates no threads. Not copyable.
+class Membership {
+ public:
+  // Called (on the loop) after every answered heartbeat.
+  using ViewFn = std::function<void(const MembershipView& view)>;
+
+  virtual ~Membership() = default;
+  Membership(const Membership&) = delete;
+  Membership& operator=(const Membership&) = delete;
+
+  // Joins the view: from the next heartbeat on, this node renews its key
+  // (the first one claims it whoever held it: the caller owns the node's
+  // data directory, so an older process of this node is dead). Until then
+  // it only observes: it reads the view and never appears in it (a node
+  // still starting its workers, or one that only hands its hosts over).
+  virtual void Join() = 0;
+  // The report sent with the next heartbeats.
+  virtual void Publish(const NodeReport& report) = 0;
+  // Sets the crawl-wide done key (kept a minute) with the next heartbeat.
+  virtual void SetDone(const std::string& reason) = 0;
+  // Stops the heartbeat and deletes this node's key (the others see it gone
+  // at their next heartbeat). `done` runs from the loop once Redis answered,
+  // or after a second without an answer; it may destroy this object.
+  virtual void Leave(std::function<void()> done) = 0;
+
+ protected:
+  Membership() = default;
+};
+
+// Starts the heartbeat: every period_ms one Lua script renews this node's
+// key once it joined (Join), computes the live set from every member's key
+// and bumps the epoch if it changed, and returns the view. Reconnects with
+// backoff. Errors: InvalidArgument for bad options. REQUIRES: `loop` outlives
+// the result.
+[[nodiscard]] Result<std::unique_ptr<Membership>> NewRedisMembership(
+    uv_loop_t* loop, const MembershipOptions& options,
+    Membership::ViewFn on_view);
+
+// The global worker ids of `nodes` (node n has ids n x workers_per_node ..
+// + workers_per_node - 1), ascending.
+std::vector<int> WorkersOf(const std::vector<int>& nodes, int workers_per_node);
+
+// True when every live node reported view.epoch as its acked epoch: every
+// old owner of a host that moved in this epoch has stopped fetching it and
+// handed it over, so the new owners may start.
+bool EpochSettled(const MembershipView& view);
+
+// True when `self` is live and the crawl may start: at least
+// `expected_nodes` nodes are live, or another live node already fetches
+// (a node joining or coming back to a running crawl).
+bool QuorumMet(const MembershipView& view, int self, int expected_nodes);
+
+// The worker of `ring` that reads the inbox of `gone_worker` (Adopt): one
+// per gone worker, the same in every process.
+int AdopterOf(const Ring& ring, int gone_worker);
 
 }  // namespace crawld::cluster
 

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/batcher.h"
 #include "cluster/cluster.h"
 #include "cluster/wire.h"
 
@@ -48,28 +49,17 @@ struct Conn {
 struct WriteReq {
   uv_write_t req;
   Conn* conn;
-  // Keeps the bytes alive until libuv is done with them, even if the batch
-  // is acknowledged (and dropped from the queue) before the callback runs.
-  std::shared_ptr<const std::string> data;
+  std::string head;  // the frame header (and a small frame's body)
+  // Keeps a batch alive until libuv is done with it, even if the batch is
+  // acknowledged (and dropped from the queue) before the callback runs.
+  std::shared_ptr<const std::string> body;
 };
 
-struct Outgoing {
-  uint64_t id;
-  uint32_t count;
-  std::shared_ptr<const std::string> frame;
-  bool written = false;  // written on some connection at least once
-};
-
+// The outbound connection to one destination.
 struct Peer {
-  std::vector<UrlMessage> building;
-  uint64_t building_since_ms = 0;
-  std::deque<Outgoing> unacked;  // in id order
-  size_t pending_urls = 0;       // building + unacked
-  uint64_t next_id = 1;
   Conn* conn = nullptr;  // outbound connection, if any
   uint64_t next_connect_ms = 0;
   int backoff_ms = 0;
-  bool refused = false;  // a Send was refused; tell WritableFn when room
   bool had_connection = false;
 };
 
@@ -92,6 +82,8 @@ class LocalExchange final : public Exchange {
         opt_(o),
         incarnation_(wire::NewIncarnation()),
         peers_(static_cast<size_t>(o.exchange.workers)),
+        batcher_(opt_.exchange, incarnation_, &stats_,
+                 [this](int to, internal::SealedBatch& b) { OnSealed(to, b); }),
         alive_(std::make_shared<int>(0)) {}
 
   ~LocalExchange() override {
@@ -152,63 +144,29 @@ class LocalExchange final : public Exchange {
   }
 
   Status Send(int to, const UrlMessage& m) override {
-    if (to < 0 || to >= ex_.workers || to == ex_.self) {
-      return Status::InvalidArgument("exchange: bad destination worker " +
-                                     std::to_string(to));
-    }
-    if (Status s = wire::ValidateMessage(m, ex_); !s.ok()) return s;
-    Peer& p = peers_[static_cast<size_t>(to)];
-    if (p.pending_urls >= static_cast<size_t>(ex_.max_pending_urls)) {
-      p.refused = true;
-      ++stats_.send_refused;
-      return Status::ResourceExhausted(
-          "exchange: worker " + std::to_string(to) + " is back-pressured");
-    }
-    if (p.building.empty()) p.building_since_ms = wire::NowMs();
-    p.building.push_back(m);
-    ++p.pending_urls;
-    ++stats_.urls_sent;
-    if (p.building.size() >= static_cast<size_t>(ex_.batch_urls)) Seal(to);
-    return Status::Ok();
+    return batcher_.Send(to, m, false);
   }
 
   void SetInbox(InboxFn inbox) override { inbox_ = std::move(inbox); }
   void SetOnWritable(WritableFn fn) override { writable_ = std::move(fn); }
 
-  bool Backpressured(int to) const override {
-    if (to < 0 || to >= ex_.workers) return false;
-    return peers_[static_cast<size_t>(to)].pending_urls >=
-           static_cast<size_t>(ex_.max_pending_urls);
-  }
+  bool Backpressured(int to) const override { return batcher_.AtBound(to); }
 
-  size_t Pending(int to) const override {
-    if (to < 0 || to >= ex_.workers) return 0;
-    return peers_[static_cast<size_t>(to)].pending_urls;
-  }
+  size_t Pending(int to) const override { return batcher_.Pending(to); }
 
-  void Flush() override {
-    for (int w = 0; w < ex_.workers; ++w) Seal(w);
-  }
+  void Flush() override { batcher_.SealAll(); }
 
   void ForEachUnacked(
       const std::function<void(int, const UrlMessage&)>& fn) const override {
-    std::vector<UrlMessage> urls;
-    for (int w = 0; w < ex_.workers; ++w) {
-      const Peer& p = peers_[static_cast<size_t>(w)];
-      for (const Outgoing& o : p.unacked) {
-        // The frame is ours (5-byte header, then the batch), so it decodes.
-        wire::BatchHeader h;
-        urls.clear();
-        if (!wire::DecodeBatch(std::string_view(*o.frame).substr(5), &h, &urls,
-                               UINT32_MAX)
-                 .ok()) {
-          continue;
-        }
-        for (const UrlMessage& m : urls) fn(w, m);
-      }
-      for (const UrlMessage& m : p.building) fn(w, m);
-    }
+    batcher_.ForEachUnacked(fn);
   }
+
+  // One machine has no membership: no worker leaves without handing over.
+  void Adopt(const std::vector<int>&) override {}
+
+  // A batch reaches the inbox as soon as it arrives: nothing waits in a
+  // store between the two.
+  void WhenCaughtUp(std::function<void()> fn) override { fn(); }
 
   ExchangeStats stats() const override { return stats_; }
 
@@ -222,38 +180,41 @@ class LocalExchange final : public Exchange {
     return opt_.run_dir + "/worker-" + std::to_string(w) + ".sock";
   }
 
-  void Seal(int to) {
+  // A new batch goes out at once on a live connection; otherwise the next
+  // connection sends it with the others.
+  void OnSealed(int to, internal::SealedBatch& b) {
     Peer& p = peers_[static_cast<size_t>(to)];
-    if (p.building.empty()) return;
-    Outgoing o;
-    o.id = p.next_id++;
-    o.count = static_cast<uint32_t>(p.building.size());
-    auto frame = std::make_shared<std::string>();
-    wire::AppendFrameHeader(FrameType::kBatch, 0, frame.get());
-    wire::EncodeBatch({static_cast<uint32_t>(ex_.self), incarnation_, o.id},
-                      p.building, frame.get());
-    // Patch the length now that the body size is known.
-    std::string len;
-    wire::PutU32(static_cast<uint32_t>(frame->size() - 4), &len);
-    frame->replace(0, 4, len);
-    o.frame = std::move(frame);
-    p.building.clear();
     if (p.conn != nullptr && p.conn->connected) {
-      o.written = true;
+      b.transmitted = true;
       ++stats_.batches_sent;
-      Write(p.conn, o.frame);
+      WriteBatch(p.conn, b);
     }
-    p.unacked.push_back(std::move(o));
   }
 
-  void Write(Conn* c, std::shared_ptr<const std::string> data) {
+  void WriteBatch(Conn* c, const internal::SealedBatch& b) {
+    std::string head;
+    wire::AppendFrameHeader(FrameType::kBatch, b.blob->size(), &head);
+    Write(c, std::move(head), b.blob);
+  }
+
+  // Writes `head` then `body` (may be null) as one write.
+  void Write(Conn* c, std::string head,
+             std::shared_ptr<const std::string> body) {
     auto* w = new WriteReq;
     w->conn = c;
-    w->data = std::move(data);
-    uv_buf_t buf = uv_buf_init(const_cast<char*>(w->data->data()),
-                               static_cast<unsigned>(w->data->size()));
+    w->head = std::move(head);
+    w->body = std::move(body);
+    uv_buf_t bufs[2];
+    bufs[0] =
+        uv_buf_init(w->head.data(), static_cast<unsigned>(w->head.size()));
+    unsigned n = 1;
+    if (w->body != nullptr) {
+      bufs[1] = uv_buf_init(const_cast<char*>(w->body->data()),
+                            static_cast<unsigned>(w->body->size()));
+      n = 2;
+    }
     const int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&c->pipe),
-                            &buf, 1, OnWrite);
+                            bufs, n, OnWrite);
     if (rc != 0) {
       delete w;
       CloseConn(c);
@@ -261,10 +222,10 @@ class LocalExchange final : public Exchange {
   }
 
   void WriteSmall(Conn* c, FrameType t, const std::string& body) {
-    auto data = std::make_shared<std::string>();
-    wire::AppendFrameHeader(t, body.size(), data.get());
-    data->append(body);
-    Write(c, std::move(data));
+    std::string frame;
+    wire::AppendFrameHeader(t, body.size(), &frame);
+    frame.append(body);
+    Write(c, std::move(frame), nullptr);
   }
 
   void Connect(int to) {
@@ -318,28 +279,28 @@ class LocalExchange final : public Exchange {
     WriteSmall(c, FrameType::kHello, hello);
     // Everything unacknowledged goes again, in order: the receiver may have
     // lost it (restart) or dedupes it by id.
-    for (Outgoing& o : p.unacked) {
+    std::deque<internal::SealedBatch>* queue = batcher_.Queue(c->peer);
+    for (size_t i = 0; queue != nullptr && i < queue->size(); ++i) {
       if (c->closing) return;
-      if (o.written) {
+      internal::SealedBatch& b = (*queue)[i];
+      if (b.transmitted) {
         ++stats_.batches_resent;
       } else {
         ++stats_.batches_sent;
       }
-      o.written = true;
-      Write(c, o.frame);
+      b.transmitted = true;
+      WriteBatch(c, b);
     }
   }
 
   void OnTick() {
     const uint64_t now = wire::NowMs();
-    for (int w = 0; w < ex_.workers; ++w) {
+    batcher_.SealDue(now);
+    for (int w : batcher_.Destinations()) {
       Peer& p = peers_[static_cast<size_t>(w)];
-      if (!p.building.empty() &&
-          now - p.building_since_ms >=
-              static_cast<uint64_t>(ex_.flush_interval_ms)) {
-        Seal(w);
-      }
-      if (p.conn == nullptr && !p.unacked.empty() && now >= p.next_connect_ms) {
+      const std::deque<internal::SealedBatch>* queue = batcher_.Queue(w);
+      if (p.conn == nullptr && queue != nullptr && !queue->empty() &&
+          now >= p.next_connect_ms) {
         Connect(w);
       }
     }
@@ -453,17 +414,8 @@ class LocalExchange final : public Exchange {
   }
 
   void OnAckFrame(int to, uint64_t id) {
-    Peer& p = peers_[static_cast<size_t>(to)];
-    auto it = std::find_if(p.unacked.begin(), p.unacked.end(),
-                           [id](const Outgoing& o) { return o.id == id; });
-    if (it == p.unacked.end()) return;  // a repeated ACK
-    p.pending_urls -= it->count;
-    ++stats_.batches_acked;
-    p.unacked.erase(it);
-    if (p.refused && !Backpressured(to)) {
-      p.refused = false;
-      if (writable_) writable_(to);
-    }
+    if (!batcher_.Acknowledge(to, id)) return;  // a repeated ACK
+    if (batcher_.TakeWritable(to, false) && writable_) writable_(to);
   }
 
   static void OnConnection(uv_stream_t* server, int status) {
@@ -530,11 +482,12 @@ class LocalExchange final : public Exchange {
   uv_pipe_t* listener_ = nullptr;
   uv_timer_t* timer_ = nullptr;
   std::vector<Peer> peers_;
+  ExchangeStats stats_;
+  internal::Batcher batcher_;
   std::unordered_map<int, Sender> senders_;
   std::unordered_set<Conn*> conns_;
   InboxFn inbox_;
   WritableFn writable_;
-  ExchangeStats stats_;
   // Acks handed to the inbox hold a weak reference: calling one after the
   // exchange is gone does nothing.
   std::shared_ptr<int> alive_;

@@ -1,19 +1,16 @@
-// The Redis Streams exchange and membership (docs/CLUSTER.md).
+// The Redis Streams exchange (docs/CLUSTER.md, "redis").
 //
-// Keys (one Redis instance per crawl; the membership script touches keys of
-// every worker, so Redis Cluster slotting is not supported):
-//   crawld:<crawl>:inbox:<w>   stream, one entry per batch: field "b" = the
-//                              encoded batch (cluster/wire.h)
-//   crawld:<crawl>:node:<w>    heartbeat, SET PX ttl, value = incarnation
-//   crawld:<crawl>:view        live-worker bitmap last seen ("0110...")
-//   crawld:<crawl>:epoch       ring epoch, INCR on every view change
+// Keys (cluster/redis_conn.h, Keys):
+//   crawld:<crawl>:inbox:<w>        stream, one entry per batch: field "b" =
+//                                   the encoded batch (cluster/wire.h)
+//   crawld:<crawl>:inbox-acked:<w>  entries of inbox:<w> acknowledged so far
+//                                   (with RedisOptions::retain_acked)
 //
 // Two connections: `read_` only ever carries the blocking XREADGROUP (a
 // blocked command would hold up everything queued behind it), `cmd_` carries
 // the rest. Either one is reconnected with backoff when it fails or drops.
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
-#include <sys/socket.h>
 #include <uv.h>
 
 #include <algorithm>
@@ -22,164 +19,69 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "cluster/batcher.h"
 #include "cluster/cluster.h"
+#include "cluster/redis_conn.h"
 #include "cluster/wire.h"
 
 namespace crawld::cluster {
 namespace {
 
-// --- A libuv adapter for hiredis async.
-//
-// Same as hiredis/adapters/libuv.h except for one fix: hiredis 0.14's
-// adapter ignores a poll callback with status < 0, which libuv reports on
-// POLLERR (e.g. a reset connection after redis-server was killed), so the
-// context would never learn that its socket died and the worker would wait
-// forever. hiredis 1.x fixed this the same way: on an error, run the handlers
-// of the events we asked for, and the failing read tells hiredis.
-struct UvEvents {
-  redisAsyncContext* context;
-  uv_poll_t handle;
-  int events;
-};
+using internal::IsError;
+using internal::RedisConn;
+using internal::Str;
 
-void UvPoll(uv_poll_t* handle, int status, int events) {
-  auto* p = static_cast<UvEvents*>(handle->data);
-  const int ev = status != 0 ? p->events : events;
-  if (p->context != nullptr && (ev & UV_READABLE)) {
-    redisAsyncHandleRead(p->context);
-  }
-  if (p->context != nullptr && (ev & UV_WRITABLE)) {
-    redisAsyncHandleWrite(p->context);
-  }
-}
-
-void UvUpdate(UvEvents* p) {
-  if (p->events != 0) {
-    uv_poll_start(&p->handle, p->events, UvPoll);
-  } else {
-    uv_poll_stop(&p->handle);
-  }
-}
-
-void UvAddRead(void* d) {
-  auto* p = static_cast<UvEvents*>(d);
-  p->events |= UV_READABLE;
-  UvUpdate(p);
-}
-void UvDelRead(void* d) {
-  auto* p = static_cast<UvEvents*>(d);
-  p->events &= ~UV_READABLE;
-  UvUpdate(p);
-}
-void UvAddWrite(void* d) {
-  auto* p = static_cast<UvEvents*>(d);
-  p->events |= UV_WRITABLE;
-  UvUpdate(p);
-}
-void UvDelWrite(void* d) {
-  auto* p = static_cast<UvEvents*>(d);
-  p->events &= ~UV_WRITABLE;
-  UvUpdate(p);
-}
-void UvCleanup(void* d) {
-  auto* p = static_cast<UvEvents*>(d);
-  p->context = nullptr;
-  uv_close(reinterpret_cast<uv_handle_t*>(&p->handle),
-           [](uv_handle_t* h) { delete static_cast<UvEvents*>(h->data); });
-}
-
-bool AttachUv(redisAsyncContext* ac, uv_loop_t* loop) {
-  if (ac->ev.data != nullptr) return false;
-  auto* p = new UvEvents{ac, {}, 0};
-  if (uv_poll_init(loop, &p->handle, ac->c.fd) != 0) {
-    delete p;
-    return false;
-  }
-  p->handle.data = p;
-  ac->ev.addRead = UvAddRead;
-  ac->ev.delRead = UvDelRead;
-  ac->ev.addWrite = UvAddWrite;
-  ac->ev.delWrite = UvDelWrite;
-  ac->ev.cleanup = UvCleanup;
-  ac->ev.data = p;
-  return true;
-}
-
-// --- Reply helpers.
-
-bool IsError(const redisReply* r) {
-  return r == nullptr || r->type == REDIS_REPLY_ERROR;
-}
-
-std::string_view Str(const redisReply* r) {
-  if (r == nullptr ||
-      (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS &&
-       r->type != REDIS_REPLY_ERROR)) {
-    return {};
-  }
-  return std::string_view(r->str, r->len);
-}
-
-int64_t Int(const redisReply* r) {
-  if (r == nullptr) return -1;
-  if (r->type == REDIS_REPLY_INTEGER) return r->integer;
-  if (r->type == REDIS_REPLY_STRING) return std::strtoll(r->str, nullptr, 10);
-  return -1;
-}
-
-// The Lua script of the membership check: computes the live bitmap from the
-// heartbeat keys and bumps the epoch if it differs from the last view, in
-// one atomic step, so W workers seeing one change bump the epoch once.
-constexpr const char* kViewScript = R"lua(
-local v = ''
-for i = 3, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then v = v .. '1' else v = v .. '0' end
-end
-if redis.call('GET', KEYS[1]) ~= v then
-  redis.call('SET', KEYS[1], v)
-  redis.call('INCR', KEYS[2])
-end
-return {tonumber(redis.call('GET', KEYS[2]) or '0'), v}
+// Acknowledges entries and counts them, atomically: the counter makes the
+// backlog (stream length minus acknowledged) exact however often an ack is
+// retried, since XACK returns only the entries it newly acknowledged.
+// KEYS: inbox, counter; ARGV: group, ids...
+constexpr const char* kAckScript = R"lua(
+local n = redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 2))
+if n > 0 then redis.call('INCRBY', KEYS[2], n) end
+return n
 )lua";
 
-class RedisExchange;
+// KEYS: inbox, counter. The entries not acknowledged yet.
+constexpr const char* kBacklogScript = R"lua(
+return redis.call('XLEN', KEYS[1]) - tonumber(redis.call('GET', KEYS[2]) or '0')
+)lua";
 
-struct RConn {
-  RedisExchange* owner = nullptr;
-  redisAsyncContext* ctx = nullptr;
-  bool connected = false;
-  bool had_connection = false;
-  uint64_t next_connect_ms = 0;
-  int backoff_ms = 0;
+// Stream entry ids "ms-seq", compared as numbers.
+int CompareIds(std::string_view a, std::string_view b) {
+  auto split = [](std::string_view id) {
+    const size_t dash = id.find('-');
+    const std::string ms(id.substr(0, dash));
+    const std::string seq(dash == std::string_view::npos ? "0"
+                                                         : id.substr(dash + 1));
+    return std::make_pair(std::strtoull(ms.c_str(), nullptr, 10),
+                          std::strtoull(seq.c_str(), nullptr, 10));
+  };
+  const auto x = split(a), y = split(b);
+  return x < y ? -1 : (y < x ? 1 : 0);
+}
+
+// Another worker's inbox read on its behalf (Adopt).
+struct Adopted {
+  std::string key;
+  std::string cursor;  // last entry id read; "" = from the start
+  bool reading = false;
 };
 
-struct Sealed {
-  uint64_t id;
-  uint32_t count;
-  std::shared_ptr<const std::string> blob;
-  bool in_flight = false;
-  bool tried = false;
-};
-
-struct Dest {
-  std::vector<UrlMessage> building;
-  uint64_t building_since_ms = 0;
-  std::deque<Sealed> queue;  // sealed, not yet stored by Redis, id order
-  size_t pending_urls = 0;   // building + queue
-  int64_t backlog = 0;       // entries in the destination's inbox stream
-  uint64_t next_id = 1;
-  bool refused = false;
-};
-
-struct Call {
-  RedisExchange* self;
-  std::function<void(redisReply*)> fn;
+// A WhenCaughtUp() caller waiting for the reader.
+struct Barrier {
+  std::function<void()> fn;
+  bool armed = false;     // the stream's last id is known
+  bool querying = false;  // XREVRANGE sent
+  std::string last_id;    // "" = the stream was empty
+  uint64_t read_gen = 0;  // reads issued when it was armed
 };
 
 class RedisExchange final : public Exchange {
@@ -187,33 +89,34 @@ class RedisExchange final : public Exchange {
   RedisExchange(uv_loop_t* loop, const RedisOptions& o)
       : loop_(loop),
         opt_(o),
+        keys_(o.crawl),
         incarnation_(wire::NewIncarnation()),
-        dests_(static_cast<size_t>(o.exchange.workers)),
+        cmd_(
+            loop, ConnOptions(o), [this] { OnCmdConnected(); }, nullptr),
+        read_(
+            loop, ConnOptions(o), [this] { EnsureGroup(); },
+            [this] {
+              group_ready_ = false;
+              reading_ = false;
+            }),
+        batcher_(opt_.exchange, incarnation_, &stats_,
+                 [this](int to, internal::SealedBatch&) { PumpXadds(to); }),
         alive_(std::make_shared<int>(0)) {
-    cmd_.owner = this;
-    read_.owner = this;
     char buf[64];
     std::snprintf(buf, sizeof(buf), "w%d-%016llx", ex_.self,
                   static_cast<unsigned long long>(incarnation_));
     consumer_ = buf;
-    inbox_key_ = InboxKey(ex_.self);
+    inbox_key_ = keys_.Inbox(ex_.self);
   }
 
   ~RedisExchange() override {
-    closing_ = true;
     alive_.reset();
-    // Pending replies are called back with nullptr; Trampoline ignores them.
-    for (RConn* c : {&cmd_, &read_}) {
-      if (c->ctx != nullptr) {
-        redisAsyncContext* ctx = c->ctx;
-        c->ctx = nullptr;
-        redisAsyncFree(ctx);
-      }
-    }
     if (timer_ != nullptr) {
       uv_close(reinterpret_cast<uv_handle_t*>(timer_),
                [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
     }
+    // The connections (members) free their contexts; pending replies are
+    // dropped without calling back.
   }
 
   Status Start() {
@@ -223,7 +126,6 @@ class RedisExchange final : public Exchange {
     if (opt_.crawl.empty() || opt_.group.empty()) {
       return Status::InvalidArgument("redis exchange: empty crawl or group");
     }
-    opt_.heartbeat_ttl_ms = std::clamp(opt_.heartbeat_ttl_ms, 30, 3600000);
     opt_.claim_min_idle_ms = std::max(opt_.claim_min_idle_ms, 1);
     opt_.read_count = std::clamp(opt_.read_count, 1, 10000);
     opt_.read_block_ms = std::clamp(opt_.read_block_ms, 1, 60000);
@@ -237,235 +139,131 @@ class RedisExchange final : public Exchange {
     const auto period = static_cast<uint64_t>(
         std::min(ex_.flush_interval_ms, ex_.reconnect_min_ms));
     uv_timer_start(timer_, OnTimer, period, period);
-    Connect(&cmd_);
-    Connect(&read_);
+    cmd_.Start();
+    read_.Start();
     return Status::Ok();
   }
 
   Status Send(int to, const UrlMessage& m) override {
-    if (to < 0 || to >= ex_.workers || to == ex_.self) {
-      return Status::InvalidArgument("exchange: bad destination worker " +
-                                     std::to_string(to));
-    }
-    if (Status s = wire::ValidateMessage(m, ex_); !s.ok()) return s;
-    Dest& d = dests_[static_cast<size_t>(to)];
-    if (Backpressured(to)) {
-      d.refused = true;
-      ++stats_.send_refused;
-      return Status::ResourceExhausted(
-          "exchange: worker " + std::to_string(to) + " is back-pressured");
-    }
-    if (d.building.empty()) d.building_since_ms = wire::NowMs();
-    d.building.push_back(m);
-    ++d.pending_urls;
-    ++stats_.urls_sent;
-    if (d.building.size() >= static_cast<size_t>(ex_.batch_urls)) Seal(to);
-    return Status::Ok();
+    return batcher_.Send(to, m, BacklogFull(to));
   }
 
   void SetInbox(InboxFn inbox) override { inbox_ = std::move(inbox); }
   void SetOnWritable(WritableFn fn) override { writable_ = std::move(fn); }
 
   bool Backpressured(int to) const override {
-    if (to < 0 || to >= ex_.workers) return false;
-    const Dest& d = dests_[static_cast<size_t>(to)];
-    return d.pending_urls >= static_cast<size_t>(ex_.max_pending_urls) ||
-           d.backlog >= opt_.max_backlog_batches;
+    return batcher_.AtBound(to) || BacklogFull(to);
   }
 
-  size_t Pending(int to) const override {
-    if (to < 0 || to >= ex_.workers) return 0;
-    return dests_[static_cast<size_t>(to)].pending_urls;
-  }
+  size_t Pending(int to) const override { return batcher_.Pending(to); }
 
-  void Flush() override {
-    for (int w = 0; w < ex_.workers; ++w) Seal(w);
-  }
+  void Flush() override { batcher_.SealAll(); }
 
   void ForEachUnacked(
       const std::function<void(int, const UrlMessage&)>& fn) const override {
-    std::vector<UrlMessage> urls;
-    for (int w = 0; w < ex_.workers; ++w) {
-      const Dest& d = dests_[static_cast<size_t>(w)];
-      for (const Sealed& s : d.queue) {
-        wire::BatchHeader h;
-        urls.clear();
-        if (!wire::DecodeBatch(*s.blob, &h, &urls, UINT32_MAX).ok()) continue;
-        for (const UrlMessage& m : urls) fn(w, m);
-      }
-      for (const UrlMessage& m : d.building) fn(w, m);
-    }
+    batcher_.ForEachUnacked(fn);
   }
 
-  ExchangeStats stats() const override { return stats_; }
+  void Adopt(const std::vector<int>& workers) override {
+    std::map<int, Adopted> next;
+    for (int w : workers) {
+      if (w < 0 || w >= ex_.workers || w == ex_.self) continue;
+      auto it = adopted_.find(w);
+      if (it != adopted_.end()) {
+        next.emplace(w, std::move(it->second));  // keeps its cursor
+      } else {
+        next.emplace(w, Adopted{keys_.Inbox(w), "", false});
+      }
+    }
+    adopted_ = std::move(next);
+    ReadAdopted();
+  }
+
+  void WhenCaughtUp(std::function<void()> fn) override {
+    Barrier b;
+    b.fn = std::move(fn);
+    barriers_.push_back(std::move(b));
+    ArmBarriers();
+  }
+
+  ExchangeStats stats() const override {
+    ExchangeStats s = stats_;
+    s.reconnects = cmd_.reconnects() + read_.reconnects();
+    return s;
+  }
 
   void TEST_DropConnections() override {
-    // redisAsyncDisconnect waits for pending replies; a hard drop is what a
-    // network failure looks like, so shut the sockets down under hiredis.
-    for (RConn* c : {&cmd_, &read_}) {
-      if (c->ctx != nullptr) shutdown(c->ctx->c.fd, SHUT_RDWR);
-    }
+    cmd_.DropForTest();
+    read_.DropForTest();
   }
 
  private:
-  std::string Key(const char* kind, int w) const {
-    return "crawld:" + opt_.crawl + ":" + kind + ":" + std::to_string(w);
-  }
-  std::string InboxKey(int w) const { return Key("inbox", w); }
-
-  // --- Connections.
-
-  void Connect(RConn* c) {
-    redisAsyncContext* ac = redisAsyncConnect(opt_.host.c_str(), opt_.port);
-    if (ac == nullptr || ac->err != 0 || !AttachUv(ac, loop_)) {
-      if (ac != nullptr) redisAsyncFree(ac);
-      ScheduleReconnect(c);
-      return;
-    }
-    ac->data = c;
-    redisAsyncSetConnectCallback(ac, OnConnect);
-    redisAsyncSetDisconnectCallback(ac, OnDisconnect);
-    c->ctx = ac;
+  static RedisConn::Options ConnOptions(const RedisOptions& o) {
+    return {o.host, o.port, o.exchange.reconnect_min_ms,
+            o.exchange.reconnect_max_ms};
   }
 
-  void ScheduleReconnect(RConn* c) {
-    c->ctx = nullptr;
-    c->connected = false;
-    c->backoff_ms = c->backoff_ms == 0
-                        ? ex_.reconnect_min_ms
-                        : std::min(c->backoff_ms * 2, ex_.reconnect_max_ms);
-    c->next_connect_ms = wire::NowMs() + static_cast<uint64_t>(c->backoff_ms);
-  }
-
-  static void OnConnect(const redisAsyncContext* ac, int status) {
-    auto* c = static_cast<RConn*>(ac->data);
-    RedisExchange* self = c->owner;
-    if (self->closing_) return;
-    if (status != REDIS_OK) {
-      self->ScheduleReconnect(c);  // hiredis frees the context after this
-      return;
-    }
-    c->connected = true;
-    c->backoff_ms = 0;
-    if (c->had_connection) ++self->stats_.reconnects;
-    c->had_connection = true;
-    if (c == &self->read_) {
-      self->EnsureGroup();
-    } else {
-      self->OnCmdConnected();
-    }
-  }
-
-  static void OnDisconnect(const redisAsyncContext* ac, int) {
-    auto* c = static_cast<RConn*>(ac->data);
-    RedisExchange* self = c->owner;
-    if (self->closing_) return;
-    self->ScheduleReconnect(c);
-    if (c == &self->read_) {
-      self->group_ready_ = false;
-      self->reading_ = false;
-    }
-  }
-
-  // Issues a command; `fn` gets the reply, or nullptr if the connection
-  // failed before one came. False if it could not even be queued.
-  bool Command(RConn* c, const std::vector<std::string>& args,
-               std::function<void(redisReply*)> fn) {
-    if (c->ctx == nullptr || !c->connected) return false;
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
-    argv.reserve(args.size());
-    lens.reserve(args.size());
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    auto* call = new Call{this, std::move(fn)};
-    if (redisAsyncCommandArgv(c->ctx, Trampoline, call,
-                              static_cast<int>(args.size()), argv.data(),
-                              lens.data()) != REDIS_OK) {
-      delete call;
-      return false;
-    }
-    return true;
-  }
-
-  static void Trampoline(redisAsyncContext*, void* reply, void* priv) {
-    std::unique_ptr<Call> call(static_cast<Call*>(priv));
-    if (call->self->closing_) return;
-    call->fn(static_cast<redisReply*>(reply));
+  // The destination's inbox stream holds max_backlog_batches unprocessed
+  // entries or more (as last polled).
+  bool BacklogFull(int to) const {
+    auto it = backlog_.find(to);
+    return it != backlog_.end() && it->second >= opt_.max_backlog_batches;
   }
 
   // --- Sending.
 
-  void Seal(int to) {
-    Dest& d = dests_[static_cast<size_t>(to)];
-    if (d.building.empty()) return;
-    Sealed s;
-    s.id = d.next_id++;
-    s.count = static_cast<uint32_t>(d.building.size());
-    auto blob = std::make_shared<std::string>();
-    wire::EncodeBatch({static_cast<uint32_t>(ex_.self), incarnation_, s.id},
-                      d.building, blob.get());
-    s.blob = std::move(blob);
-    d.building.clear();
-    d.queue.push_back(std::move(s));
-    PumpXadds(to);
-  }
-
   void PumpXadds(int to) {
-    Dest& d = dests_[static_cast<size_t>(to)];
-    for (Sealed& s : d.queue) {
-      if (s.in_flight) continue;
-      const uint64_t id = s.id;
-      if (!Command(&cmd_, {"XADD", InboxKey(to), "*", "b", *s.blob},
-                   [this, to, id](redisReply* r) { OnXadd(to, id, r); })) {
+    std::deque<internal::SealedBatch>* queue = batcher_.Queue(to);
+    for (size_t i = 0; queue != nullptr && i < queue->size(); ++i) {
+      internal::SealedBatch& b = (*queue)[i];
+      if (b.in_flight) continue;
+      const uint64_t id = b.id;
+      if (!cmd_.Command({"XADD", keys_.Inbox(to), "*", "b", *b.blob},
+                        [this, to, id](redisReply* r) { OnXadd(to, id, r); })) {
         return;  // not connected: the queue waits for the reconnect
       }
-      s.in_flight = true;
-      if (s.tried) {
+      b.in_flight = true;
+      if (b.transmitted) {
         ++stats_.batches_resent;
       } else {
         ++stats_.batches_sent;
       }
-      s.tried = true;
+      b.transmitted = true;
     }
   }
 
   void OnXadd(int to, uint64_t id, redisReply* r) {
-    Dest& d = dests_[static_cast<size_t>(to)];
-    auto it = std::find_if(d.queue.begin(), d.queue.end(),
-                           [id](const Sealed& s) { return s.id == id; });
-    if (it == d.queue.end()) return;
     if (IsError(r)) {
       // Lost connection or a refusal (e.g. OOM): keep it, resend later. A
       // lost reply to an applied XADD makes a duplicate entry, which the
       // receiver's seen-set absorbs.
-      it->in_flight = false;
+      std::deque<internal::SealedBatch>* queue = batcher_.Queue(to);
+      for (size_t i = 0; queue != nullptr && i < queue->size(); ++i) {
+        if ((*queue)[i].id == id) (*queue)[i].in_flight = false;
+      }
       return;
     }
-    d.pending_urls -= it->count;
-    ++stats_.batches_acked;
-    d.queue.erase(it);
-    MaybeWritable(to);
+    if (batcher_.Acknowledge(to, id)) MaybeWritable(to);
   }
 
   void MaybeWritable(int to) {
-    Dest& d = dests_[static_cast<size_t>(to)];
-    if (d.refused && !Backpressured(to)) {
-      d.refused = false;
-      if (writable_) writable_(to);
-    }
+    if (batcher_.TakeWritable(to, BacklogFull(to)) && writable_) writable_(to);
   }
 
   void PollBacklog() {
-    for (int w = 0; w < ex_.workers; ++w) {
-      if (w == ex_.self) continue;
-      Command(&cmd_, {"XLEN", InboxKey(w)}, [this, w](redisReply* r) {
+    for (int w : batcher_.Destinations()) {
+      auto on_reply = [this, w](redisReply* r) {
         if (IsError(r) || r->type != REDIS_REPLY_INTEGER) return;
-        dests_[static_cast<size_t>(w)].backlog = r->integer;
+        backlog_[w] = std::max<int64_t>(0, r->integer);
         MaybeWritable(w);
-      });
+      };
+      if (opt_.retain_acked) {
+        cmd_.Command(
+            {"EVAL", kBacklogScript, "2", keys_.Inbox(w), keys_.InboxAcked(w)},
+            on_reply);
+      } else {
+        cmd_.Command({"XLEN", keys_.Inbox(w)}, on_reply);
+      }
     }
   }
 
@@ -475,8 +273,8 @@ class RedisExchange final : public Exchange {
     if (group_pending_) return;
     // "0": entries added before the group existed (the first run, or after
     // a Redis restart) are read too.
-    group_pending_ = Command(
-        &read_, {"XGROUP", "CREATE", inbox_key_, opt_.group, "0", "MKSTREAM"},
+    group_pending_ = read_.Command(
+        {"XGROUP", "CREATE", inbox_key_, opt_.group, "0", "MKSTREAM"},
         [this](redisReply* r) {
           group_pending_ = false;
           if (r == nullptr) return;
@@ -497,53 +295,75 @@ class RedisExchange final : public Exchange {
                                          static_cast<int>(unacked_.size())));
   }
 
+  bool WindowFull() const {
+    return unacked_.size() >= static_cast<size_t>(opt_.max_unacked_batches);
+  }
+
   void ReadMore() {
-    if (reading_ || !group_ready_ || !read_.connected ||
-        unacked_.size() >= static_cast<size_t>(opt_.max_unacked_batches)) {
+    if (reading_ || !group_ready_ || !read_.connected() || WindowFull()) {
       return;
     }
-    const bool queued = Command(
-        &read_,
+    const uint64_t gen = ++reads_issued_;
+    const bool queued = read_.Command(
         {"XREADGROUP", "GROUP", opt_.group, consumer_, "COUNT",
          std::to_string(ReadCount()), "BLOCK",
          std::to_string(opt_.read_block_ms), "STREAMS", inbox_key_, ">"},
-        [this](redisReply* r) {
-          reading_ = false;
-          if (r == nullptr) return;
-          if (IsError(r)) {
-            // The group vanishes with a Redis restart without persistence.
-            if (Str(r).find("NOGROUP") != std::string::npos) {
-              group_ready_ = false;
-              EnsureGroup();
-            }
-            return;
-          }
-          if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-              r->element[0]->type == REDIS_REPLY_ARRAY &&
-              r->element[0]->elements == 2) {
-            DeliverEntries(r->element[0]->element[1]);
-          }
-          ReadMore();
-        });
+        [this, gen](redisReply* r) { OnRead(r, gen); });
     reading_ = queued;
   }
 
-  // `entries`: an array of [id, [field, value, ...]] (nil for deleted).
-  void DeliverEntries(const redisReply* entries) {
-    if (entries == nullptr || entries->type != REDIS_REPLY_ARRAY) return;
+  void OnRead(redisReply* r, uint64_t gen) {
+    reading_ = false;
+    if (r == nullptr) return;
+    if (IsError(r)) {
+      // The group vanishes with a Redis restart without persistence.
+      if (Str(r).find("NOGROUP") != std::string::npos) {
+        group_ready_ = false;
+        EnsureGroup();
+      }
+      return;
+    }
+    std::string last;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+        r->element[0]->type == REDIS_REPLY_ARRAY &&
+        r->element[0]->elements == 2) {
+      last = DeliverEntries(inbox_key_, r->element[0]->element[1], true);
+    }
+    if (!last.empty()) {
+      if (last_read_id_.empty() || CompareIds(last, last_read_id_) > 0) {
+        last_read_id_ = last;
+      }
+    } else {
+      empty_read_gen_ = std::max(empty_read_gen_, gen);
+    }
+    CheckBarriers();
+    ReadMore();
+  }
+
+  // `entries`: an array of [id, [field, value, ...]] (nil for deleted), of
+  // stream `key`; `own`: this worker's inbox (acknowledged with XACK).
+  // Returns the last entry id seen ("" if none).
+  std::string DeliverEntries(const std::string& key, const redisReply* entries,
+                             bool own) {
+    std::string last;
+    if (entries == nullptr || entries->type != REDIS_REPLY_ARRAY) return last;
     for (size_t i = 0; i < entries->elements; ++i) {
       const redisReply* e = entries->element[i];
       if (e == nullptr || e->type != REDIS_REPLY_ARRAY || e->elements != 2) {
         continue;
       }
       const std::string id(Str(e->element[0]));
-      const redisReply* fields = e->element[1];
-      if (id.empty() || unacked_.count(id) != 0) continue;
+      if (id.empty()) continue;
+      last = id;
+      const std::string tag = key + ' ' + id;
+      if (unacked_.count(tag) != 0) continue;
       std::string_view blob;
+      const redisReply* fields = e->element[1];
       if (fields != nullptr && fields->type == REDIS_REPLY_ARRAY) {
         for (size_t f = 0; f + 1 < fields->elements; f += 2) {
-          if (Str(fields->element[f]) == "b")
+          if (Str(fields->element[f]) == "b") {
             blob = Str(fields->element[f + 1]);
+          }
         }
       }
       wire::BatchHeader h;
@@ -552,60 +372,73 @@ class RedisExchange final : public Exchange {
                              static_cast<uint32_t>(ex_.max_url_bytes))
                .ok() ||
           h.from >= static_cast<uint32_t>(ex_.workers)) {
-        // A foreign or corrupt entry is counted and removed, so that it
-        // cannot wedge the inbox by being claimed forever.
+        // A foreign or corrupt entry is counted and, in our own inbox,
+        // removed, so that it cannot wedge it by being claimed forever.
         ++stats_.protocol_errors;
-        acks_to_send_.push_back(id);
+        if (own) acks_to_send_.push_back(id);
         continue;
       }
-      unacked_.insert(id);
+      unacked_.insert(tag);
       ++stats_.batches_received;
       stats_.urls_received += urls.size();
       if (!inbox_) continue;
       std::weak_ptr<int> alive = alive_;
-      inbox_(static_cast<int>(h.from), std::move(urls), [this, alive, id] {
-        if (alive.lock() != nullptr) AckEntry(id);
-      });
+      inbox_(static_cast<int>(h.from), std::move(urls),
+             [this, alive, tag, id, own] {
+               if (alive.lock() != nullptr) AckEntry(tag, id, own);
+             });
     }
     FlushAcks();
+    return last;
   }
 
-  void AckEntry(const std::string& id) {
-    if (unacked_.erase(id) == 0) return;
-    acks_to_send_.push_back(id);
+  void AckEntry(const std::string& tag, const std::string& id, bool own) {
+    if (unacked_.erase(tag) == 0) return;
+    // An adopted entry is done once delivered: its reader is this worker's
+    // inbox log and checkpoint, the stream keeps it for the next adopter.
+    if (own) acks_to_send_.push_back(id);
     FlushAcks();
     ReadMore();
+    ReadAdopted();
   }
 
   void FlushAcks() {
-    if (acks_to_send_.empty() || !cmd_.connected) return;
+    if (acks_to_send_.empty() || !cmd_.connected()) return;
     std::vector<std::string> ids = std::move(acks_to_send_);
     acks_to_send_.clear();
-    std::vector<std::string> xack{"XACK", inbox_key_, opt_.group};
-    std::vector<std::string> xdel{"XDEL", inbox_key_};
-    xack.insert(xack.end(), ids.begin(), ids.end());
-    xdel.insert(xdel.end(), ids.begin(), ids.end());
-    // XDEL keeps the stream length equal to the unprocessed backlog, which
-    // is what the senders' back-pressure polls. Both are idempotent, so a
-    // failure just queues the ids again.
+    // Both forms are idempotent, so a failure just queues the ids again.
     auto retry = [this, ids](redisReply* r) {
       if (IsError(r)) {
         acks_to_send_.insert(acks_to_send_.end(), ids.begin(), ids.end());
       }
     };
-    if (!Command(&cmd_, xack, retry) ||
-        !Command(&cmd_, xdel, [](redisReply*) {})) {
+    bool queued;
+    if (opt_.retain_acked) {
+      // The entries stay for an adopter (Adopt); the counter keeps the
+      // backlog the senders poll exact.
+      std::vector<std::string> args{
+          "EVAL",    kAckScript, "2", inbox_key_, keys_.InboxAcked(ex_.self),
+          opt_.group};
+      args.insert(args.end(), ids.begin(), ids.end());
+      queued = cmd_.Command(args, retry);
+    } else {
+      // XDEL keeps the stream length equal to the unprocessed backlog,
+      // which is what the senders' back-pressure polls.
+      std::vector<std::string> xack{"XACK", inbox_key_, opt_.group};
+      std::vector<std::string> xdel{"XDEL", inbox_key_};
+      xack.insert(xack.end(), ids.begin(), ids.end());
+      xdel.insert(xdel.end(), ids.begin(), ids.end());
+      queued =
+          cmd_.Command(xack, retry) && cmd_.Command(xdel, [](redisReply*) {});
+    }
+    if (!queued) {
       acks_to_send_.insert(acks_to_send_.end(), ids.begin(), ids.end());
     }
   }
 
   void Claim() {
-    if (claiming_ || !group_ready_ ||
-        unacked_.size() >= static_cast<size_t>(opt_.max_unacked_batches)) {
-      return;
-    }
-    claiming_ = Command(
-        &cmd_,
+    if (claiming_ || !group_ready_ || WindowFull()) return;
+    claiming_ = cmd_.Command(
         {"XAUTOCLAIM", inbox_key_, opt_.group, consumer_,
          std::to_string(opt_.claim_min_idle_ms), claim_cursor_, "COUNT",
          std::to_string(ReadCount())},
@@ -616,62 +449,110 @@ class RedisExchange final : public Exchange {
           }
           const std::string_view next = Str(r->element[0]);
           claim_cursor_ = next.empty() ? "0-0" : std::string(next);
-          DeliverEntries(r->element[1]);
+          DeliverEntries(inbox_key_, r->element[1], true);
         });
   }
 
-  // --- Membership.
+  // Reads every entry of each adopted inbox, from the start, in pages; the
+  // entries go to this worker's inbox like its own. Polled from the timer:
+  // senders that still route to a gone worker keep appending to its inbox.
+  void ReadAdopted() {
+    for (auto& [w, a] : adopted_) {
+      if (a.reading || WindowFull()) continue;
+      const std::string start = a.cursor.empty() ? "-" : "(" + a.cursor;
+      const int worker = w;
+      a.reading = cmd_.Command(
+          {"XRANGE", a.key, start, "+", "COUNT", std::to_string(ReadCount())},
+          [this, worker](redisReply* r) { OnAdoptedRead(worker, r); });
+    }
+  }
 
-  void Heartbeat() {
-    Command(&cmd_,
-            {"SET", Key("node", ex_.self), std::to_string(incarnation_), "PX",
-             std::to_string(opt_.heartbeat_ttl_ms)},
-            [](redisReply*) {});
-    std::vector<std::string> args{
-        "EVAL", kViewScript, std::to_string(2 + ex_.workers),
-        "crawld:" + opt_.crawl + ":view", "crawld:" + opt_.crawl + ":epoch"};
-    for (int w = 0; w < ex_.workers; ++w) args.push_back(Key("node", w));
-    Command(&cmd_, args, [this](redisReply* r) {
-      if (IsError(r) || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
-        return;
+  void OnAdoptedRead(int worker, redisReply* r) {
+    auto it = adopted_.find(worker);
+    if (it == adopted_.end()) return;  // no longer adopted
+    if (IsError(r) || r->type != REDIS_REPLY_ARRAY) {
+      it->second.reading = false;
+      return;
+    }
+    // The cursor moves before the entries are delivered: the inbox acks
+    // them at once, and an ack reads on.
+    const std::string key = it->second.key;
+    if (r->elements > 0) {
+      const redisReply* e = r->element[r->elements - 1];
+      if (e != nullptr && e->type == REDIS_REPLY_ARRAY && e->elements == 2) {
+        it->second.cursor = std::string(Str(e->element[0]));
       }
-      const int64_t epoch = Int(r->element[0]);
-      const std::string_view view = Str(r->element[1]);
-      if (epoch == epoch_) return;
-      epoch_ = epoch;
-      std::vector<int> live;
-      for (size_t i = 0; i < view.size(); ++i) {
-        if (view[i] == '1') live.push_back(static_cast<int>(i));
+    }
+    it->second.reading = false;
+    DeliverEntries(key, r, false);
+    if (r->elements > 0) ReadAdopted();  // more pages, at once
+  }
+
+  // --- Barriers (WhenCaughtUp).
+
+  void ArmBarriers() {
+    for (Barrier& b : barriers_) {
+      if (b.armed || b.querying) continue;
+      b.querying =
+          cmd_.Command({"XREVRANGE", inbox_key_, "+", "-", "COUNT", "1"},
+                       [this](redisReply* r) { OnLastId(r); });
+    }
+  }
+
+  void OnLastId(redisReply* r) {
+    // Replies come in order: the first querying barrier is this one.
+    for (Barrier& b : barriers_) {
+      if (!b.querying) continue;
+      b.querying = false;
+      if (IsError(r) || r->type != REDIS_REPLY_ARRAY) return;  // asked again
+      b.armed = true;
+      b.read_gen = reads_issued_;
+      if (r->elements > 0 && r->element[0]->type == REDIS_REPLY_ARRAY &&
+          r->element[0]->elements == 2) {
+        b.last_id = std::string(Str(r->element[0]->element[0]));
       }
-      if (opt_.on_epoch) opt_.on_epoch(epoch, live);
-    });
+      break;
+    }
+    CheckBarriers();
+  }
+
+  // A barrier is passed when the reader delivered an entry at or after the
+  // stream's last id when it was armed, or when a read sent after that came
+  // back empty (everything up to that id had been delivered to the group).
+  void CheckBarriers() {
+    std::vector<std::function<void()>> ready;
+    for (auto it = barriers_.begin(); it != barriers_.end();) {
+      const bool passed =
+          it->armed && (it->last_id.empty() || empty_read_gen_ > it->read_gen ||
+                        (!last_read_id_.empty() &&
+                         CompareIds(last_read_id_, it->last_id) >= 0));
+      if (passed) {
+        ready.push_back(std::move(it->fn));
+        it = barriers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    std::weak_ptr<int> alive = alive_;
+    for (auto& fn : ready) {
+      if (alive.lock() == nullptr) return;
+      fn();
+    }
   }
 
   void OnCmdConnected() {
-    last_heartbeat_ms_ = 0;  // at once: a restarted Redis lost our key
-    for (int w = 0; w < ex_.workers; ++w) PumpXadds(w);
+    for (int w : batcher_.Destinations()) PumpXadds(w);
     FlushAcks();
+    for (Barrier& b : barriers_) b.querying = false;
+    ArmBarriers();
   }
 
   void OnTick() {
     const uint64_t now = wire::NowMs();
-    for (RConn* c : {&cmd_, &read_}) {
-      if (c->ctx == nullptr && now >= c->next_connect_ms) Connect(c);
-    }
-    for (int w = 0; w < ex_.workers; ++w) {
-      Dest& d = dests_[static_cast<size_t>(w)];
-      if (!d.building.empty() &&
-          now - d.building_since_ms >=
-              static_cast<uint64_t>(ex_.flush_interval_ms)) {
-        Seal(w);
-      }
-    }
-    if (!cmd_.connected) return;
-    if (now - last_heartbeat_ms_ >=
-        static_cast<uint64_t>(opt_.heartbeat_ttl_ms / 3)) {
-      last_heartbeat_ms_ = now;
-      Heartbeat();
-    }
+    cmd_.Tick(now);
+    read_.Tick(now);
+    batcher_.SealDue(now);
+    if (!cmd_.connected()) return;
     if (now - last_backlog_ms_ >= static_cast<uint64_t>(opt_.backlog_poll_ms)) {
       last_backlog_ms_ = now;
       PollBacklog();
@@ -680,9 +561,14 @@ class RedisExchange final : public Exchange {
       last_claim_ms_ = now;
       Claim();
     }
-    for (int w = 0; w < ex_.workers; ++w) PumpXadds(w);
+    if (now - last_adopted_ms_ >= static_cast<uint64_t>(opt_.read_block_ms)) {
+      last_adopted_ms_ = now;
+      ReadAdopted();
+    }
+    for (int w : batcher_.Destinations()) PumpXadds(w);
     FlushAcks();
-    if (read_.connected && !group_ready_ && !reading_) EnsureGroup();
+    ArmBarriers();
+    if (read_.connected() && !group_ready_ && !reading_) EnsureGroup();
     ReadMore();
   }
 
@@ -693,28 +579,35 @@ class RedisExchange final : public Exchange {
   uv_loop_t* loop_;
   RedisOptions opt_;
   ExchangeOptions& ex_ = opt_.exchange;
+  internal::Keys keys_;
   uint64_t incarnation_;
   std::string consumer_;
   std::string inbox_key_;
   uv_timer_t* timer_ = nullptr;
-  RConn cmd_;
-  RConn read_;
-  bool closing_ = false;
+  ExchangeStats stats_;
+  RedisConn cmd_;
+  RedisConn read_;
   bool group_ready_ = false;
   bool group_pending_ = false;  // XGROUP CREATE sent, no reply yet
   bool reading_ = false;
   bool claiming_ = false;
   std::string claim_cursor_ = "0-0";
-  std::vector<Dest> dests_;
-  std::unordered_set<std::string> unacked_;  // entry ids at the inbox
-  std::vector<std::string> acks_to_send_;
-  int64_t epoch_ = -1;
-  uint64_t last_heartbeat_ms_ = 0;
+  internal::Batcher batcher_;
+  // Unprocessed entries in each destination's inbox stream, as last polled.
+  std::unordered_map<int, int64_t> backlog_;
+  // Delivered and not yet acknowledged by the inbox: "<stream key> <id>".
+  std::unordered_set<std::string> unacked_;
+  std::vector<std::string> acks_to_send_;  // ids in our own inbox
+  std::map<int, Adopted> adopted_;
+  std::deque<Barrier> barriers_;
+  uint64_t reads_issued_ = 0;    // XREADGROUP commands sent
+  uint64_t empty_read_gen_ = 0;  // the newest read that came back empty
+  std::string last_read_id_;     // the newest own entry delivered by a read
   uint64_t last_backlog_ms_ = 0;
   uint64_t last_claim_ms_ = 0;
+  uint64_t last_adopted_ms_ = 0;
   InboxFn inbox_;
   WritableFn writable_;
-  ExchangeStats stats_;
   std::shared_ptr<int> alive_;
 };
 

@@ -11,11 +11,12 @@ namespace crawld::cluster::wire {
 namespace {
 
 constexpr uint8_t kMagic = 'B';
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;
 // magic, version, from, incarnation, id, count
 constexpr size_t kHeaderBytes = 1 + 1 + 4 + 8 + 8 + 4;
-// depth, credit, url length
-constexpr size_t kUrlFixedBytes = 2 + 8 + 4;
+// flags, depth, credit, url length, seed host length
+constexpr size_t kUrlFixedBytes = 1 + 2 + 8 + 4 + 2;
+constexpr uint8_t kSeenMarkFlag = 1;
 
 }  // namespace
 
@@ -46,7 +47,9 @@ uint64_t GetU64(const char* p) {
 void EncodeBatch(const BatchHeader& h, const std::vector<UrlMessage>& urls,
                  std::string* out) {
   size_t total = kHeaderBytes;
-  for (const auto& m : urls) total += kUrlFixedBytes + m.url.size();
+  for (const auto& m : urls) {
+    total += kUrlFixedBytes + m.url.size() + m.seed_host.size();
+  }
   out->reserve(out->size() + total);
   out->push_back(static_cast<char>(kMagic));
   out->push_back(static_cast<char>(kVersion));
@@ -55,11 +58,17 @@ void EncodeBatch(const BatchHeader& h, const std::vector<UrlMessage>& urls,
   PutU64(h.id, out);
   PutU32(static_cast<uint32_t>(urls.size()), out);
   for (const auto& m : urls) {
+    out->push_back(static_cast<char>(m.seen_mark ? kSeenMarkFlag : 0));
     out->push_back(static_cast<char>(m.depth & 0xff));
     out->push_back(static_cast<char>(m.depth >> 8));
     PutU64(std::bit_cast<uint64_t>(m.credit), out);
     PutU32(static_cast<uint32_t>(m.url.size()), out);
+    // ValidateMessage kept it to a host name's length.
+    const size_t seed = std::min<size_t>(m.seed_host.size(), 0xffff);
+    out->push_back(static_cast<char>(seed & 0xff));
+    out->push_back(static_cast<char>(seed >> 8));
     out->append(m.url);
+    out->append(m.seed_host, 0, seed);
   }
 }
 
@@ -91,22 +100,33 @@ Status DecodeBatch(std::string_view in, BatchHeader* h,
       return Status::Corruption("batch: truncated url header");
     }
     UrlMessage m;
+    const uint8_t flags = static_cast<uint8_t>(p[pos]);
+    if ((flags & ~kSeenMarkFlag) != 0) {
+      return Status::Corruption("batch: unknown url flags");
+    }
+    m.seen_mark = (flags & kSeenMarkFlag) != 0;
     m.depth =
-        static_cast<uint16_t>(static_cast<unsigned char>(p[pos]) |
-                              (static_cast<unsigned char>(p[pos + 1]) << 8));
-    m.credit = std::bit_cast<double>(GetU64(p + pos + 2));
+        static_cast<uint16_t>(static_cast<unsigned char>(p[pos + 1]) |
+                              (static_cast<unsigned char>(p[pos + 2]) << 8));
+    m.credit = std::bit_cast<double>(GetU64(p + pos + 3));
     if (!std::isfinite(m.credit) || m.credit < 0) {
       return Status::Corruption("batch: bad credit");
     }
-    const uint32_t len = GetU32(p + pos + 10);
+    const uint32_t len = GetU32(p + pos + 11);
+    const uint32_t seed =
+        static_cast<uint32_t>(static_cast<unsigned char>(p[pos + 15]) |
+                              (static_cast<unsigned char>(p[pos + 16]) << 8));
     pos += kUrlFixedBytes;
     if (len == 0 || len > max_url_bytes) {
       return Status::Corruption("batch: bad url length " + std::to_string(len));
     }
-    if (in.size() - pos < len)
+    if (in.size() - pos < static_cast<size_t>(len) + seed) {
       return Status::Corruption("batch: truncated url");
+    }
     m.url.assign(p + pos, len);
     pos += len;
+    m.seed_host.assign(p + pos, seed);
+    pos += seed;
     urls->push_back(std::move(m));
   }
   if (pos != in.size()) return Status::Corruption("batch: trailing bytes");
@@ -143,6 +163,9 @@ Status ValidateMessage(const UrlMessage& m, const ExchangeOptions& o) {
   }
   if (!std::isfinite(m.credit) || m.credit < 0) {
     return Status::InvalidArgument("exchange: credit must be finite, >= 0");
+  }
+  if (m.seed_host.size() > 255) {
+    return Status::InvalidArgument("exchange: seed host longer than 255");
   }
   return Status::Ok();
 }

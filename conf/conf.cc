@@ -395,6 +395,10 @@ constexpr Key kKeys[] = {
     IntKey(CRAWLD_CONF_FIELD(fetch, memory_body_bytes), 0, 1ll << 30,
            "Bodies larger than this many bytes are spilled to a temporary "
            "file instead of memory."),
+    IntKey(CRAWLD_CONF_FIELD(fetch, max_header_bytes), 1024, 16ll << 20,
+           "Bytes of a response's head (status line and header fields); a "
+           "longer head fails the fetch as header_too_large and nothing of "
+           "it is recorded."),
     BoolKey(CRAWLD_CONF_FIELD(fetch, verify_tls),
             "Verify TLS certificates and host names. Turn off only for "
             "tests."),
@@ -405,8 +409,34 @@ constexpr Key kKeys[] = {
     StringKey(CRAWLD_CONF_FIELD(fetch, accept_encoding), CheckHeaderValue,
               "printable ASCII, at most 256 bytes; may be empty",
               "Accept-Encoding request header offered to servers; empty = "
-              "send none, so bodies arrive uncompressed."),
+              "send none, so bodies arrive uncompressed. crawld decodes "
+              "gzip, deflate, br and zstd."),
 
+    // [parse]
+    IntKey(CRAWLD_CONF_FIELD(parse, max_bytes), 1024, 256ll << 20,
+           "Bytes of a page (converted to UTF-8) the HTML parser reads; the "
+           "rest is archived but not parsed (counted: parse_bytes_cut)."),
+    IntKey(CRAWLD_CONF_FIELD(parse, max_elements), 1000, 10'000'000,
+           "Start tags and comments parsed per page; the page is cut there "
+           "(counted: parse_elements_cut). Bounds the parse of a page of "
+           "millions of tiny elements."),
+    IntKey(CRAWLD_CONF_FIELD(parse, max_attributes), 16, 100000,
+           "Attributes kept on one element (the ones the parser reads are "
+           "always kept; counted: parse_attributes_dropped). Gumbo's check "
+           "for duplicate attributes costs their count squared."),
+    IntKey(CRAWLD_CONF_FIELD(parse, max_nesting_depth), 16, 100000,
+           "Open elements past which grouping elements are flattened, their "
+           "content kept one level up (counted: parse_elements_flattened)."),
+    IntKey(CRAWLD_CONF_FIELD(parse, max_links), 1, 10'000'000,
+           "Links kept per page, in each of hyperlinks and other links "
+           "(counted: parse_links_dropped)."),
+    BoolKey(CRAWLD_CONF_FIELD(parse, scripting),
+            "Parse as a browser with scripting on: <noscript> content is "
+            "text, so links inside it are not links."),
+    BoolKey(CRAWLD_CONF_FIELD(parse, follow_other_links),
+            "Also follow links a browser does not list as hyperlinks: link "
+            "rel=canonical, next and alternate, meta refresh, frame and "
+            "iframe src, SVG anchors."),
     // [politeness]
     IntKey(CRAWLD_CONF_FIELD(politeness, min_delay_ms), 0, 3'600'000,
            "Least milliseconds between two requests to one host; must not "
@@ -591,6 +621,10 @@ constexpr Key kKeys[] = {
            "ring gives it (docs/CLUSTER.md); 0 = one per CPU core. With "
            "more than one, crawld supervises them and serves the admin "
            "API itself."),
+    IntKey(CRAWLD_CONF_FIELD(workers, parse_threads), 1, 64,
+           "Threads per worker that parse pages beside its event loop: a "
+           "page is never parsed on the loop, so transfers, timers and the "
+           "admin API go on while it is parsed."),
     // [cluster]
     StringKey(CRAWLD_CONF_FIELD(cluster, redis), CheckRedisUrl,
               "empty, or redis://HOST:PORT",
@@ -601,8 +635,10 @@ constexpr Key kKeys[] = {
               "1 to 64 of letters, digits, '_', '-', '.'",
               "Crawl name: the prefix of every Redis key (crawld:<name>:...)."),
     IntKey(CRAWLD_CONF_FIELD(cluster, nodes), 1, 1024,
-           "Machines (crawld processes) in the crawl; each runs "
-           "workers.count workers, and the ring has nodes x workers."),
+           "Machines (crawld processes) the crawl starts with; each runs "
+           "workers.count workers. Nothing is fetched until this many are "
+           "up; after that nodes may leave and join while it runs, and the "
+           "ring has the workers of the live nodes."),
     IntKey(CRAWLD_CONF_FIELD(cluster, node_id), 0, 1023,
            "This machine's id in [0, nodes) (also --node-id); a restarted "
            "node must keep its id."),
@@ -612,14 +648,20 @@ constexpr Key kKeys[] = {
            "busiest of 10 workers within 10% of the mean. Every node of a "
            "crawl must use the same value; changing it moves hosts like a "
            "change of the worker count."),
+    IntKey(CRAWLD_CONF_FIELD(cluster, heartbeat_ttl_ms), 1000, 600000,
+           "Milliseconds a node's heartbeat lives in Redis: a node silent "
+           "this long is out of the crawl and its hosts go to the others. "
+           "A node stops fetching after three quarters of it without "
+           "reaching Redis. Every node of a crawl should use the same "
+           "value."),
 };
 
 #undef CRAWLD_CONF_FIELD
 
 constexpr std::string_view kTables[] = {
-    "crawl",   "url",     "fetch",  "politeness", "dns",
-    "network", "store",   "traps",  "frontier",   "checkpoint",
-    "admin",   "workers", "cluster"};
+    "crawl",      "url",     "fetch",   "parse",  "politeness",
+    "dns",        "network", "store",   "traps",  "frontier",
+    "checkpoint", "admin",   "workers", "cluster"};
 
 constexpr size_t kNumKeys = std::size(kKeys);
 
@@ -1032,6 +1074,35 @@ void CheckOrderedPairs(const Config& c, const std::vector<uint32_t>& lines,
   }
 }
 
+// True for a numeric address in 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104.
+bool IsLoopbackIp(const std::string& s) {
+  unsigned char b[16];
+  if (inet_pton(AF_INET, s.c_str(), b) == 1) return b[0] == 127;
+  if (inet_pton(AF_INET6, s.c_str(), b) != 1) return false;
+  static constexpr unsigned char kLoop[16] = {0, 0, 0, 0, 0, 0, 0, 0,
+                                              0, 0, 0, 0, 0, 0, 0, 1};
+  static constexpr unsigned char kMapped[12] = {0, 0, 0, 0, 0,    0,
+                                                0, 0, 0, 0, 0xff, 0xff};
+  return std::equal(b, b + 16, kLoop) ||
+         (std::equal(b, b + 12, kMapped) && b[12] == 127);
+}
+
+// The admin API pauses, stops and feeds the crawl: off loopback it needs a
+// token (docs/API.md). A config error (exit 2 at startup, file:line) rather
+// than the server's refusal at runtime, which exited 1 and made the
+// systemd unit restart crawld forever (issue 19).
+void CheckAdminExposure(const Config& c, const std::vector<uint32_t>& lines,
+                        const std::vector<bool>& bad, Errors& errors) {
+  const size_t address = *FindKey("admin", "address");
+  const size_t token = *FindKey("admin", "token");
+  if (bad[address] || bad[token] || !c.admin.enabled) return;
+  if (!c.admin.token.empty() || IsLoopbackIp(c.admin.address)) return;
+  errors.Add(lines[address], QualifiedName(kKeys[address]),
+             "'" + c.admin.address +
+                 "' is not a loopback address, so admin.token must be set "
+                 "(or listen on 127.0.0.1)");
+}
+
 // ---------------------------------------------------------------------------
 // Reading.
 
@@ -1227,6 +1298,7 @@ Result<Config> ParseTable(const toml::table& root, std::string_view source) {
     }
   }
   CheckOrderedPairs(config, lines, bad, errors);
+  CheckAdminExposure(config, lines, bad, errors);
   if (!errors.empty()) return errors.ToStatus();
   return config;
 }
@@ -1301,6 +1373,7 @@ Status Validate(const Config& config) {
     }
   }
   CheckOrderedPairs(c, std::vector<uint32_t>(kNumKeys, 0), bad, errors);
+  CheckAdminExposure(c, std::vector<uint32_t>(kNumKeys, 0), bad, errors);
   return errors.ToStatus();
 }
 

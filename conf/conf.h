@@ -90,10 +90,11 @@ struct FetchConfig {
   int64_t max_idle_connections = 4096;
   // Bodies larger than this many bytes spill to a temporary file.
   uint64_t memory_body_bytes = 64 << 10;
+  uint64_t max_header_bytes = 128 << 10;  // a response head over this fails
   bool verify_tls = true;  // verify server certificates and host names
   std::string ca_file;     // extra CA bundle (path; tests); empty = system
   // Accept-Encoding request header; empty = send none (identity only).
-  std::string accept_encoding = "gzip, deflate";
+  std::string accept_encoding = "gzip, deflate, br, zstd";
 
   bool operator==(const FetchConfig&) const = default;
 };
@@ -145,6 +146,20 @@ struct NetworkConfig {
   bool allow_private = false;
 
   bool operator==(const NetworkConfig&) const = default;
+};
+
+// [parse]: bounds of the HTML parser against hostile pages (each cut is
+// counted: parse_*), and which links beyond hyperlinks a crawl follows.
+struct ParseConfig {
+  uint64_t max_bytes = 4 << 20;     // bytes of a page parsed (UTF-8)
+  int64_t max_elements = 100000;    // start tags and comments parsed
+  int64_t max_attributes = 32;      // attributes kept on one element
+  int64_t max_nesting_depth = 512;  // deeper grouping elements flattened
+  int64_t max_links = 20000;        // links kept per page
+  bool scripting = true;            // <noscript> as a browser with JS
+  bool follow_other_links = true;   // canonical, next, refresh, frames
+
+  bool operator==(const ParseConfig&) const = default;
 };
 
 // [store]: WARC output.
@@ -214,7 +229,8 @@ struct AdminConfig {
 
 // [workers]
 struct WorkersConfig {
-  int count = 0;  // worker processes; 0 = number of cores
+  int count = 0;          // worker processes; 0 = number of cores
+  int parse_threads = 2;  // page parsers per worker, off its loop
 
   bool operator==(const WorkersConfig&) const = default;
 };
@@ -226,6 +242,7 @@ struct ClusterConfig {
   int nodes = 1;                 // machines (crawld processes) in the crawl
   int node_id = 0;               // this machine, in [0, nodes)
   int virtual_nodes = 1024;      // ring points per worker
+  int heartbeat_ttl_ms = 10000;  // a node silent this long leaves the crawl
 
   bool operator==(const ClusterConfig&) const = default;
 };
@@ -244,6 +261,7 @@ struct Config {
   CheckpointConfig checkpoint;
   AdminConfig admin;
   WorkersConfig workers;
+  ParseConfig parse;
   ClusterConfig cluster;
   // Where it was loaded from ("" for Defaults()). Compared by operator==
   // like every other field; compare the tables when only values matter.

@@ -31,7 +31,8 @@ class EventLog {
   [[nodiscard]] Status Open(const std::string& path);
   // Events below min_level are dropped.
   void set_min_level(Level level) { min_level_ = level; }
-  // Writes one line; field values are JSON-escaped strings.
+  // Writes one line; field values are JSON strings (json::AppendQuoted:
+  // invalid UTF-8 becomes U+FFFD, so every line parses).
   void Write(Level level, std::string_view event,
              std::initializer_list<Field> fields = {});
   void Flush();
@@ -40,9 +41,6 @@ class EventLog {
   FILE* file_ = nullptr;
   Level min_level_ = Level::kInfo;
 };
-
-// Appends s to out as a JSON string literal (with quotes).
-void AppendJsonString(std::string* out, std::string_view s);
 
 }  // namespace crawld::daemon
 

@@ -4,10 +4,14 @@
 // internal) once per worker.
 //
 // Exit codes: 0 the crawl ended (done, a limit, or a signal); 1 a fatal
-// runtime error (e.g. data directory not writable); 2 bad command line or
-// config (nothing was started).
+// runtime error (e.g. data directory not writable, a WARC write failed);
+// 2 bad command line or config, or the data directory is in use by another
+// crawld (nothing was started). A worker process tells its supervisor how it
+// ended with the codes of daemon/control.h.
 #include <ares.h>
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,7 +28,8 @@
 #include "conf/conf.h"
 #include "conf/overrides.h"
 #include "conf/rules.h"
-#include "daemon/seeds.h"
+#include "conf/seeds.h"
+#include "daemon/control.h"
 #include "daemon/supervisor.h"
 #include "daemon/worker.h"
 
@@ -50,14 +55,49 @@ constexpr char kUsage[] =
     "  --cluster redis://HOST:PORT  crawl with other nodes over this Redis\n"
     "                  (overrides cluster.redis; docs/CLUSTER.md)\n"
     "  --node-id ID    this node's id in [0, cluster.nodes)\n"
-    "  --nodes N       nodes in the crawl (overrides cluster.nodes)\n"
+    "  --nodes N       nodes the crawl starts with (overrides cluster.nodes)\n"
     "\n"
-    "exit codes: 0 crawl ended, 1 fatal runtime error, 2 bad usage/config\n";
+    "exit codes: 0 crawl ended, 1 fatal runtime error, 2 bad usage/config or\n"
+    "the data directory in use by another crawld\n";
 
 bool WriteFile(const std::string& path, std::string_view content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << content;
   return static_cast<bool>(out);
+}
+
+// Takes <data>/run/lock (flock, exclusive, not waiting) for this process and
+// the workers it starts: they inherit the descriptor, so the lock holds until
+// the last process of the crawl has exited (a worker that outlives a killed
+// supervisor still writes to the directory). Returns false, with *holder set
+// to the pid written in the file, when another crawl holds it. The
+// descriptor stays open for the life of the process, on purpose.
+bool LockDataDir(const std::string& data, std::string* holder,
+                 std::string* error) {
+  std::error_code ec;
+  std::filesystem::create_directories(data + "/run", ec);
+  const std::string path = data + "/run/lock";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  if (fd < 0) {
+    *error = path + ": " + strerror(errno);
+    return false;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char buf[32] = {};
+    if (pread(fd, buf, sizeof(buf) - 1, 0) > 0) {
+      *holder = std::string(buf, strcspn(buf, "\n"));
+    }
+    close(fd);
+    if (err != EWOULDBLOCK) *error = path + ": " + strerror(err);
+    return false;
+  }
+  const std::string pid = std::to_string(getpid()) + "\n";
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) !=
+                                   static_cast<ssize_t>(pid.size())) {
+    // The lock holds without the pid; only the message would lack it.
+  }
+  return true;
 }
 
 }  // namespace
@@ -185,10 +225,9 @@ int main(int argc, char** argv) {
   crawld::daemon::WorkerOptions wo;
   std::string seed_text;
   for (const std::string& s : extra_seeds) seed_text += s + "\n";
-  crawld::daemon::SeedList seeds =
-      crawld::daemon::ParseSeeds(seed_text, "--seed");
+  crawld::conf::SeedList seeds = crawld::conf::ParseSeeds(seed_text, "--seed");
   if (!seeds_path.empty()) {
-    auto file_seeds = crawld::daemon::LoadSeeds(seeds_path);
+    auto file_seeds = crawld::conf::LoadSeeds(seeds_path);
     if (!file_seeds.ok()) {
       fprintf(stderr, "crawld: %s\n", file_seeds.status().message().c_str());
       return 2;
@@ -229,6 +268,25 @@ int main(int argc, char** argv) {
     fprintf(stderr, "crawld: data directory %s: %s\n", data.c_str(),
             ec.message().c_str());
     return 1;
+  }
+  // One crawld per data directory, checked before anything in it is
+  // written (crawl.toml, run/): a second one must not disturb the first.
+  // Workers run under their supervisor's lock.
+  if (worker_id < 0) {
+    std::string holder, error;
+    if (!LockDataDir(data, &holder, &error)) {
+      if (!error.empty()) {
+        fprintf(stderr, "crawld: cannot lock the data directory: %s\n",
+                error.c_str());
+        return 1;
+      }
+      fprintf(stderr,
+              "crawld: data directory %s is in use by another crawld%s; "
+              "stop it first or use another --data\n",
+              data.c_str(),
+              holder.empty() ? "" : (" (pid " + holder + ")").c_str());
+      return 2;
+    }
   }
   // The frozen copy of the config the crawl ran with (a worker was started
   // with it).
@@ -308,7 +366,11 @@ int main(int argc, char** argv) {
     } else {
       fputs(summary->ToText().c_str(), stdout);
       WriteFile(data + "/summary.json", summary->ToJson());
-      if (summary->stop_reason == "worker_failed") rc = 1;
+      const std::string& why = summary->stop_reason;
+      if (why == "worker_failed" || why == "store_error" ||
+          why == "node_id_in_use") {
+        rc = 1;
+      }
     }
     ares_library_cleanup();
     curl_global_cleanup();
@@ -324,16 +386,18 @@ int main(int argc, char** argv) {
     wo.workers = worker_count;
     wo.control_fd = control_fd;
   }
+  namespace control = crawld::daemon::control;
+  const bool supervised = worker_id >= 0;
   {
     auto worker = crawld::daemon::Worker::Create(wo);
     if (!worker.ok()) {
       fprintf(stderr, "crawld: %s\n", worker.status().ToString().c_str());
-      rc = 1;
+      rc = supervised ? control::kExitStartFailed : 1;
     } else {
       auto summary = (*worker)->Run();
       if (!summary.ok()) {
         fprintf(stderr, "crawld: %s\n", summary.status().ToString().c_str());
-        rc = 1;
+        rc = supervised ? control::kExitStartFailed : 1;
       } else {
         if (worker_id < 0) {
           fputs(summary->ToText().c_str(), stdout);
@@ -344,7 +408,12 @@ int main(int argc, char** argv) {
               data + "/worker-" + std::to_string(worker_id) + "/summary.json",
               summary->ToJson());
         }
-        if (summary->stop_reason == "store_error") rc = 1;
+        if (summary->stop_reason == "store_error") {
+          rc = supervised ? control::kExitStoreError : 1;
+        } else if (supervised &&
+                   summary->stop_reason == control::kStopLeaseExpired) {
+          rc = control::kExitFenced;
+        }
       }
     }
   }

@@ -1,10 +1,12 @@
 // daemon/processors.h (private to daemon/): document processing by type.
 //
-// The worker sniffs the real MIME type of every 2xx body (the header may be
-// missing or lie) and hands the body to the processor registered for that
-// type. HTML goes through parser::Extractor; a type without a processor is
-// archived only. Adding a type means writing a Processor and registering
-// it, nothing else.
+// The worker sniffs the real MIME type of every 2xx body with
+// parser::SniffMime (the header may be missing or lie) and hands the body to
+// the processor registered for that type. HTML goes through
+// parser::Extractor; a type without a processor is archived only. Adding a
+// type means writing a Processor and registering it, nothing else. A
+// registry (and its Extractor) is used by one thread at a time: the worker
+// keeps one per parse slot.
 #ifndef CRAWLD_DAEMON_PROCESSORS_H_
 #define CRAWLD_DAEMON_PROCESSORS_H_
 
@@ -17,16 +19,6 @@
 #include "url/url.h"
 
 namespace crawld::daemon {
-
-// The MIME type essence ("text/html") to process `body` as. `content_type`
-// is the Content-Type header value (may be empty); `body` the decoded body
-// (only its first 1445 bytes are looked at, as in the WHATWG MIME Sniffing
-// Standard). Follows that standard's "rules for identifying an unknown MIME
-// type" when the header is absent or unknown (empty, unknown/unknown,
-// application/unknown, */*), and one crawler rule on top: a body declared
-// HTML or text that holds binary bytes (NUL and other C0 controls, no BOM)
-// is "application/octet-stream": the header lies.
-std::string SniffMime(std::string_view content_type, std::string_view body);
 
 class Processor {
  public:

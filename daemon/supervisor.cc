@@ -1,7 +1,6 @@
 // daemon/supervisor.cc: see supervisor.h.
 #include "daemon/supervisor.h"
 
-#include <hiredis/hiredis.h>
 #include <uv.h>
 
 #include <algorithm>
@@ -12,8 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
+#include "conf/overrides.h"
 #include "conf/read_file.h"
-#include "daemon/admin.h"
+#include "conf/rules.h"
+#include "daemon/control.h"
+#include "daemon/event_log.h"
+#include "daemon/membership.h"
 #include "daemon/supervisor_admin.h"
 
 namespace crawld::daemon {
@@ -49,25 +53,33 @@ class Supervisor {
     bool fresh = false, ready = false, idle = false;
     uint64_t pages = 0, bytes = 0, queued = 0, active = 0, hosts = 0;
     uint64_t sent = 0, received = 0;
+    int64_t epoch = 0;      // the ring epoch it uses (cluster)
+    uint64_t reload = 0;    // the last "reload" it did
+    bool reload_ok = true;  // and whether it loaded both files
+    // What this process was told (cluster): -1 / 0 = nothing yet.
+    int64_t ring_sent = -1, go_epoch = -1;
+    uint64_t lease_sent = 0;
+    uint64_t reload_at_start = 0;  // reload_seq_ when it was started
   };
 
   Status Spawn(Child& c);
   void OnExit(Child& c, int64_t status, int signal);
+  void Restart(Child& c, int delay_ms);
   void OnLine(Child& c, std::string_view line);
   void Send(Child& c, const std::string& line);
   void Tick();
   void Stop(const std::string& reason);
   void Progress(bool final_line);
   void MaybeEnd();
-  // Cluster: publishes this node's state and reads the others'. Returns
-  // the crawl-wide verdict: "" (go on), or the reason to stop.
-  std::string ClusterTick(bool local_idle, uint64_t sent, uint64_t received,
-                          uint64_t pages);
-  // This node's workers have all handed over what they no longer own.
-  bool local_ready_ = false;
-  // Every node's have (cluster), read by the last ClusterTick.
-  bool cluster_ready_ = false;
-  bool stale_done_cleared_ = false;
+  void CloseHandles();
+  // Cluster: reports this node's state to the membership and makes the
+  // workers follow its decision (ring, lease, go, stop).
+  void ClusterTick(bool idle, uint64_t sent, uint64_t received, uint64_t pages);
+  void SyncWorker(Child& c, const ClusterLink::Decision& d);
+  // SIGHUP: checks the rule and override files, then has every worker load
+  // them; CheckReload() reports once every worker answered.
+  void Reload();
+  void CheckReload();
   int Global(const Child& c) const { return opt_.first_worker + c.id; }
   bool Drainer(const Child& c) const { return Global(c) >= opt_.total_workers; }
   int Children() const { return opt_.workers + opt_.drainers; }
@@ -87,16 +99,16 @@ class Supervisor {
   uint64_t last_pages_ = 0;
   uint64_t restarts_ = 0;
   std::unique_ptr<SupervisorAdmin> admin_;  // the API (docs/API.md)
+  uv_signal_t sighup_{};
+  EventLog log_;  // <data>/logs/supervisor.jsonl
+  uint64_t reload_seq_ = 0;
+  bool reload_pending_ = false;
   // Cluster state (config cluster.redis non-empty).
-  redisContext* redis_ = nullptr;
-  int64_t redis_retry_ms_ = 0;
-  uint64_t cluster_sent_ = UINT64_MAX, cluster_received_ = UINT64_MAX;
-  int cluster_quiet_ticks_ = 0;
-
- public:
-  ~Supervisor() {
-    if (redis_ != nullptr) redisFree(redis_);
-  }
+  std::unique_ptr<ClusterLink> cluster_;
+  int64_t ring_epoch_ = 0;  // the membership epoch the workers are told
+  std::vector<int> ring_live_, ring_gone_;
+  int64_t acked_epoch_ = 0;  // every ring worker of this node switched to it
+  uint64_t lease_ = 0;       // control::MonotonicMs(); 0 = none
 };
 
 Status Supervisor::Spawn(Child& c) {
@@ -152,6 +164,10 @@ Status Supervisor::Spawn(Child& c) {
   c.buf.clear();
   c.go_sent = c.stop_sent = false;
   c.fresh = c.ready = c.idle = false;
+  c.epoch = 0;
+  c.ring_sent = c.go_epoch = -1;
+  c.lease_sent = 0;
+  c.reload_at_start = reload_seq_;
   uv_read_start(
       reinterpret_cast<uv_stream_t*>(c.pipe),
       [](uv_handle_t*, size_t, uv_buf_t* buf) {
@@ -178,17 +194,17 @@ Status Supervisor::Spawn(Child& c) {
 }
 
 void Supervisor::OnLine(Child& c, std::string_view line) {
-  auto j = Json::Parse(line);
+  auto j = json::Parse(line);
   if (!j.ok() || !j->is_object()) return;
   auto num = [&](const char* k) -> uint64_t {
-    const Json* v = j->Find(k);
+    const Json* v = json::Find(*j, k);
     return v != nullptr && v->is_number()
-               ? static_cast<uint64_t>(v->as_number())
+               ? static_cast<uint64_t>(v->get<double>())
                : 0;
   };
   auto flag = [&](const char* k) {
-    const Json* v = j->Find(k);
-    return v != nullptr && v->is_bool() && v->as_bool();
+    const Json* v = json::Find(*j, k);
+    return v != nullptr && v->is_boolean() && v->get<bool>();
   };
   c.fresh = true;
   c.ready = flag("ready");
@@ -200,6 +216,9 @@ void Supervisor::OnLine(Child& c, std::string_view line) {
   c.hosts = num("hosts");
   c.sent = num("sent");
   c.received = num("received");
+  c.epoch = static_cast<int64_t>(num("epoch"));
+  c.reload = num("reload");
+  c.reload_ok = flag("reload_ok");
   if (c.ready) c.backoff_ms = 0;
 }
 
@@ -233,17 +252,50 @@ void Supervisor::OnExit(Child& c, int64_t status, int signal) {
     MaybeEnd();
     return;
   }
+  const std::string worker = std::to_string(Global(c));
+  if (signal == 0 && (status == control::kExitStoreError ||
+                      status == control::kExitStartFailed)) {
+    // Fatal for the crawl: restarting would fail again (a full disk, state
+    // that cannot be opened). The others stop at a checkpoint.
+    const char* why =
+        status == control::kExitStoreError ? "store_error" : "worker_failed";
+    log_.Write(Level::kError, "worker_failed",
+               {{"worker", worker}, {"reason", why}});
+    if (opt_.progress != nullptr) {
+      fprintf(opt_.progress, "%sworker %d stopped: %s; stopping the crawl\n",
+              opt_.progress_tty ? "\r\033[K" : "", c.id, why);
+    }
+    c.finished = true;
+    Stop(why);
+    return;
+  }
+  if (signal == 0 && status == control::kExitFenced) {
+    // Its lease ran out (Redis out of reach): not a crash. It waits for a
+    // ring and a go, which come once the node is back in the crawl.
+    log_.Write(Level::kWarn, "worker_fenced", {{"worker", worker}});
+    Restart(c, opt_.restart_min_ms);
+    return;
+  }
   ++c.crashes;
   ++restarts_;
   c.backoff_ms = c.backoff_ms == 0
                      ? opt_.restart_min_ms
                      : std::min(opt_.restart_max_ms, 2 * c.backoff_ms);
+  log_.Write(Level::kWarn, "worker_restart",
+             {{"worker", worker},
+              {"signal", std::to_string(signal)},
+              {"status", std::to_string(status)},
+              {"delay_ms", std::to_string(c.backoff_ms)}});
   if (opt_.progress != nullptr) {
     fprintf(opt_.progress, "%sworker %d %s %d; restarting in %d ms\n",
             opt_.progress_tty ? "\r\033[K" : "", c.id,
             signal != 0 ? "killed by signal" : "exited with status",
             signal != 0 ? signal : static_cast<int>(status), c.backoff_ms);
   }
+  Restart(c, c.backoff_ms);
+}
+
+void Supervisor::Restart(Child& c, int delay_ms) {
   uv_timer_start(
       &c.restart_timer,
       [](uv_timer_t* t) {
@@ -261,10 +313,11 @@ void Supervisor::OnExit(Child& c, int64_t status, int signal) {
           sup->Stop("worker_failed");
         }
       },
-      static_cast<uint64_t>(c.backoff_ms), 0);
+      static_cast<uint64_t>(delay_ms), 0);
 }
 
 void Supervisor::Tick() {
+  log_.Flush();  // a few lines a minute: let operators and tests see them
   if (stopping_) return;
   bool all_running = true, all_ready = true, all_idle = true, all_fresh = true;
   uint64_t pages = 0, sent = 0, received = 0;
@@ -284,48 +337,43 @@ void Supervisor::Tick() {
     sent += c->sent;
     received += c->received;
   }
-  // Go: all at once the first time (after every handover), then to each
-  // restarted worker as soon as its own resend is acknowledged.
-  // In a cluster the first go waits for every node's handover too (a
-  // restart with another node count moves hosts between nodes).
-  local_ready_ = all_running && all_ready;
-  if (!all_ready_once_ && local_ready_ &&
-      (opt_.config.cluster.redis.empty() || cluster_ready_)) {
-    all_ready_once_ = true;
-  }
-  if (all_ready_once_) {
-    for (auto& c : children_) {
-      if (c->proc != nullptr && c->ready && !c->go_sent && !Drainer(*c)) {
-        Send(*c, "go");
-        c->go_sent = true;
+  CheckReload();
+  if (cluster_ != nullptr) {
+    ClusterTick(all_running && all_idle && all_fresh, sent, received, pages);
+    if (stopping_) return;
+  } else {
+    // Go: all at once the first time (after every handover), then to each
+    // restarted worker as soon as its own resend is acknowledged.
+    if (!all_ready_once_ && all_running && all_ready) all_ready_once_ = true;
+    if (all_ready_once_) {
+      for (auto& c : children_) {
+        if (c->proc != nullptr && c->ready && !c->go_sent && !Drainer(*c)) {
+          Send(*c, "go");
+          c->go_sent = true;
+        }
       }
     }
-  }
-  bool go_all = all_ready_once_;
-  for (auto& c : children_) go_all &= c->go_sent || c->finished;
-  const bool local_idle = go_all && all_running && all_idle && all_fresh;
-  if (!opt_.config.cluster.redis.empty()) {
-    const std::string verdict = ClusterTick(local_idle, sent, received, pages);
-    if (!verdict.empty()) Stop(verdict);
-    if (stopping_) return;
-  } else if (opt_.config.crawl.max_pages > 0 &&
-             pages >= opt_.config.crawl.max_pages) {
-    Stop("max_pages");
-    return;
-  }
-  // Done: every worker idle (nothing queued, in flight or unacknowledged)
-  // in fresh reports for a second in which no URL moved between workers.
-  if (opt_.config.cluster.redis.empty() && local_idle && sent == last_sent_ &&
-      received == last_received_) {
-    if (++quiet_ticks_ >= kQuietTicks) {
-      Stop("done");
+    bool go_all = all_ready_once_;
+    for (auto& c : children_) go_all &= c->go_sent || c->finished;
+    const bool local_idle = go_all && all_running && all_idle && all_fresh;
+    if (opt_.config.crawl.max_pages > 0 &&
+        pages >= opt_.config.crawl.max_pages) {
+      Stop("max_pages");
       return;
     }
-  } else {
-    quiet_ticks_ = 0;
+    // Done: every worker idle (nothing queued, in flight or unacknowledged)
+    // in fresh reports for a second in which no URL moved between workers.
+    if (local_idle && sent == last_sent_ && received == last_received_) {
+      if (++quiet_ticks_ >= kQuietTicks) {
+        Stop("done");
+        return;
+      }
+    } else {
+      quiet_ticks_ = 0;
+    }
+    last_sent_ = sent;
+    last_received_ = received;
   }
-  last_sent_ = sent;
-  last_received_ = received;
   const int64_t now = NowMs();
   const double every =
       opt_.progress_tty ? std::min(opt_.config.crawl.progress_interval_s, 0.5)
@@ -335,112 +383,119 @@ void Supervisor::Tick() {
   }
 }
 
-std::string Supervisor::ClusterTick(bool local_idle, uint64_t sent,
-                                    uint64_t received, uint64_t pages) {
-  const conf::ClusterConfig& cc = opt_.config.cluster;
-  const int64_t now = NowMs();
-  if (redis_ == nullptr) {
-    if (now < redis_retry_ms_) return "";
-    redis_retry_ms_ = now + 1000;
-    const conf::RedisAddress addr = conf::ParseRedisUrl(cc.redis);
-    struct timeval tv = {0, 200000};
-    redis_ = redisConnectWithTimeout(addr.host.c_str(), addr.port, tv);
-    if (redis_ == nullptr || redis_->err != 0) {
-      if (redis_ != nullptr) redisFree(redis_);
-      redis_ = nullptr;
-      return "";
+void Supervisor::ClusterTick(bool idle, uint64_t sent, uint64_t received,
+                             uint64_t pages) {
+  // The node has switched to the epoch its workers were told once every
+  // worker of the ring reports it, handover acknowledged; it fetches once
+  // every such worker got its go.
+  bool switched = ring_epoch_ > 0, going = true, local_ready = true;
+  for (auto& c : children_) {
+    if (Drainer(*c)) continue;
+    local_ready &= c->proc != nullptr && c->ready;
+    switched &= c->proc != nullptr && c->ready && c->epoch == ring_epoch_;
+    going &= c->go_epoch == ring_epoch_ && c->proc != nullptr;
+  }
+  if (switched) acked_epoch_ = ring_epoch_;
+  ClusterLink::Local local;
+  local.ready = local_ready;
+  local.acked_epoch = acked_epoch_;
+  local.going = going && acked_epoch_ == ring_epoch_ && ring_epoch_ > 0;
+  local.idle = idle && local.going;
+  local.sent = sent;
+  local.received = received;
+  local.pages = pages;
+  const ClusterLink::Decision d = cluster_->Tick(local);
+  if (!d.stop.empty()) {
+    Stop(d.stop);
+    return;
+  }
+  if (d.ring && d.epoch != ring_epoch_) {
+    ring_epoch_ = d.epoch;
+    ring_live_ = d.live;
+    ring_gone_ = d.gone;
+  }
+  lease_ = d.lease_until_ms;
+  for (auto& c : children_) SyncWorker(*c, d);
+}
+
+void Supervisor::SyncWorker(Child& c, const ClusterLink::Decision& d) {
+  if (c.proc == nullptr || Drainer(c)) return;
+  if (ring_epoch_ > 0 && c.ring_sent != ring_epoch_) {
+    Send(c, control::RingLine(ring_epoch_, ring_live_, ring_gone_));
+    c.ring_sent = ring_epoch_;
+  }
+  if (lease_ != 0 && lease_ != c.lease_sent) {
+    Send(c, control::LeaseLine(lease_));
+    c.lease_sent = lease_;
+  }
+  if (d.may_go && d.epoch == ring_epoch_ && c.ready && c.epoch == ring_epoch_ &&
+      c.go_epoch != ring_epoch_) {
+    Send(c, "go");
+    c.go_epoch = ring_epoch_;
+    log_.Write(Level::kInfo, "go",
+               {{"worker", std::to_string(Global(c))},
+                {"epoch", std::to_string(ring_epoch_)}});
+  }
+}
+
+void Supervisor::Reload() {
+  // Both files are checked here first: a bad one leaves the old rules in
+  // every worker, instead of new rules in some and old in others.
+  Status failed = Status::Ok();
+  const conf::Config& cfg = opt_.config;
+  if (!cfg.crawl.rules_file.empty()) {
+    if (auto r = conf::RuleSet::Load(cfg.crawl.rules_file); !r.ok()) {
+      failed = r.status();
     }
-    redisSetTimeout(redis_, tv);
   }
-  const std::string prefix = "crawld:" + cc.name + ":";
-  auto command = [&](const std::vector<std::string>& args) -> redisReply* {
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
-    for (const std::string& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
+  if (failed.ok() && !cfg.politeness.overrides_file.empty()) {
+    if (auto o = conf::Overrides::Load(cfg.politeness.overrides_file);
+        !o.ok()) {
+      failed = o.status();
     }
-    auto* r = static_cast<redisReply*>(redisCommandArgv(
-        redis_, static_cast<int>(argv.size()), argv.data(), lens.data()));
-    if (r == nullptr) {  // connection lost: reconnect on a later tick
-      redisFree(redis_);
-      redis_ = nullptr;
-    }
-    return r;
-  };
-  if (!stale_done_cleared_) {
-    // A done key at start belongs to an earlier run: this crawl cannot have
-    // ended without this node (its state was missing, so nobody was idle).
-    redisReply* del = command({"DEL", prefix + "done"});
-    if (del == nullptr) return "";
-    freeReplyObject(del);
-    stale_done_cleared_ = true;
   }
-  char state[160];
-  snprintf(state, sizeof(state), "%d %" PRIu64 " %" PRIu64 " %" PRIu64 " %d",
-           local_idle ? 1 : 0, sent, received, pages,
-           local_ready_ || all_ready_once_ ? 1 : 0);
-  redisReply* r =
-      command({"SET", prefix + "node-state:" + std::to_string(cc.node_id),
-               state, "PX", "3000"});
-  if (r == nullptr) return "";
-  freeReplyObject(r);
-  r = command({"GET", prefix + "done"});
-  if (r == nullptr) return "";
-  std::string verdict;
-  if (r->type == REDIS_REPLY_STRING) verdict.assign(r->str, r->len);
-  freeReplyObject(r);
-  if (!verdict.empty()) return verdict;
-  std::vector<std::string> mget = {"MGET"};
-  for (int n = 0; n < cc.nodes; ++n) {
-    mget.push_back(prefix + "node-state:" + std::to_string(n));
+  if (!failed.ok()) {
+    log_.Write(Level::kError, "rules_reload_failed",
+               {{"error", failed.ToString()}});
+    fprintf(stderr, "%scrawld: rules reload failed, previous rules stay: %s\n",
+            opt_.progress_tty ? "\r\033[K" : "", failed.ToString().c_str());
+    return;
   }
-  r = command(mget);
-  if (r == nullptr) return "";
-  bool all_idle = r->type == REDIS_REPLY_ARRAY &&
-                  r->elements == static_cast<size_t>(cc.nodes);
-  bool all_ready = all_idle;
-  uint64_t total_sent = 0, total_received = 0, total_pages = 0;
-  for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; ++i) {
-    const redisReply* e = r->element[i];
-    int idle = 0, ready = 0;
-    unsigned long long s = 0, rc = 0, p = 0;
-    if (e->type != REDIS_REPLY_STRING ||
-        sscanf(e->str, "%d %llu %llu %llu %d", &idle, &s, &rc, &p, &ready) !=
-            5) {
-      // A node is down or not started yet: not done, and no first go.
-      all_idle = all_ready = false;
-      continue;
-    }
-    all_idle &= idle == 1;
-    all_ready &= ready == 1;
-    total_sent += s;
-    total_received += rc;
-    total_pages += p;
+  ++reload_seq_;
+  reload_pending_ = true;
+  for (auto& c : children_) {
+    if (c->proc != nullptr) Send(*c, control::ReloadLine(reload_seq_));
   }
-  freeReplyObject(r);
-  cluster_ready_ = all_ready;
-  std::string stop;
-  if (opt_.config.crawl.max_pages > 0 &&
-      total_pages >= opt_.config.crawl.max_pages) {
-    stop = "max_pages";
-  } else if (all_idle && total_sent == cluster_sent_ &&
-             total_received == cluster_received_) {
-    // Two seconds: a stream entry waits up to one read block (100 ms)
-    // before its receiver counts it, and reports are 200 ms apart.
-    if (++cluster_quiet_ticks_ >= 2 * kQuietTicks) stop = "done";
-  } else {
-    cluster_quiet_ticks_ = 0;
+}
+
+void Supervisor::CheckReload() {
+  if (!reload_pending_) return;
+  std::string failed;
+  int workers = 0;
+  for (auto& c : children_) {
+    // A worker started after the reload read the files at its start.
+    if (c->proc == nullptr || c->reload_at_start >= reload_seq_) continue;
+    if (c->reload < reload_seq_) return;  // not answered yet
+    ++workers;
+    if (!c->reload_ok) failed += " " + std::to_string(Global(*c));
   }
-  cluster_sent_ = total_sent;
-  cluster_received_ = total_received;
-  if (!stop.empty()) {
-    // Every node sees it on its next tick. Kept a minute, so that a node
-    // restarting right after the end does not wait for peers that are gone.
-    r = command({"SET", prefix + "done", stop, "PX", "60000"});
-    if (r != nullptr) freeReplyObject(r);
+  reload_pending_ = false;
+  if (!failed.empty()) {
+    // Only if a file changed again between the check and the load.
+    log_.Write(Level::kError, "rules_reload_failed",
+               {{"workers", failed.substr(1)}});
+    fprintf(stderr,
+            "%scrawld: rules reload failed in worker(s)%s (a file changed "
+            "during the reload?); see their logs\n",
+            opt_.progress_tty ? "\r\033[K" : "", failed.c_str());
+    return;
   }
-  return stop;
+  log_.Write(Level::kInfo, "rules_reloaded",
+             {{"workers", std::to_string(workers)}});
+  if (opt_.progress != nullptr) {
+    fprintf(opt_.progress, "%srules reloaded in %d workers\n",
+            opt_.progress_tty ? "\r\033[K" : "", workers);
+  }
 }
 
 void Supervisor::Progress(bool final_line) {
@@ -498,11 +553,28 @@ void Supervisor::MaybeEnd() {
   }
   ended_ = true;
   if (reason_.empty()) reason_ = "drained";  // a node leaving, all handed over
+  log_.Write(Level::kInfo, "crawl_end", {{"reason", reason_}});
+  log_.Flush();
+  uv_timer_stop(&tick_);
   admin_.reset();  // its listener would keep the loop running
+  if (cluster_ != nullptr) {
+    // Out of the view at once: the others need not wait for our heartbeat
+    // to expire (our workers have all exited).
+    cluster_->Leave([this] {
+      cluster_.reset();
+      CloseHandles();
+    });
+    return;
+  }
+  CloseHandles();
+}
+
+void Supervisor::CloseHandles() {
   uv_timer_stop(&tick_);
   uv_close(reinterpret_cast<uv_handle_t*>(&tick_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigint_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigterm_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&sighup_), nullptr);
   for (auto& c : children_) {
     uv_close(reinterpret_cast<uv_handle_t*>(&c->restart_timer), nullptr);
   }
@@ -513,18 +585,52 @@ Result<CrawlSummary> Supervisor::Run() {
     return Status::Internal(std::string("uv_loop_init: ") + uv_strerror(rc));
   }
   start_ms_ = last_progress_ms_ = NowMs();
+  const std::string& data = opt_.config.crawl.data_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(data + "/logs", ec);
+  if (Status s = log_.Open(data + "/logs/supervisor.jsonl"); !s.ok()) {
+    return s;
+  }
+  log_.Write(Level::kInfo, "crawl_start",
+             {{"workers", std::to_string(opt_.workers)},
+              {"drainers", std::to_string(opt_.drainers)},
+              {"first_worker", std::to_string(opt_.first_worker)}});
   uv_timer_init(&loop_, &tick_);
   tick_.data = this;
   uv_signal_init(&loop_, &sigint_);
   uv_signal_init(&loop_, &sigterm_);
-  sigint_.data = sigterm_.data = this;
+  uv_signal_init(&loop_, &sighup_);
+  sigint_.data = sigterm_.data = sighup_.data = this;
   auto on_signal = [](uv_signal_t* h, int signum) {
     static_cast<Supervisor*>(h->data)->Stop(
         signum == SIGINT ? "signal (SIGINT)" : "signal (SIGTERM)");
   };
   uv_signal_start(&sigint_, on_signal, SIGINT);
   uv_signal_start(&sigterm_, on_signal, SIGTERM);
+  // What `systemctl reload` sends: without a handler it would end the
+  // supervisor, and with it the crawl.
+  uv_signal_start(
+      &sighup_,
+      [](uv_signal_t* h, int) {
+        auto* self = static_cast<Supervisor*>(h->data);
+        if (!self->stopping_) self->Reload();
+      },
+      SIGHUP);
   Status failed = Status::Ok();
+  if (!opt_.config.cluster.redis.empty()) {
+    ClusterLink::Options co;
+    co.cluster = opt_.config.cluster;
+    co.max_pages = opt_.config.crawl.max_pages;
+    co.workers_per_node = std::max(1, opt_.workers + opt_.drainers);
+    co.member = opt_.workers > 0;
+    co.log = &log_;
+    auto link = ClusterLink::Start(&loop_, co);
+    if (link.ok()) {
+      cluster_ = std::move(link).value();
+    } else {
+      failed = link.status();
+    }
+  }
   for (int i = 0; i < Children(); ++i) {
     auto c = std::make_unique<Child>();
     c->sup = this;
@@ -543,19 +649,18 @@ Result<CrawlSummary> Supervisor::Run() {
     ao.ring.virtual_nodes = opt_.config.cluster.virtual_nodes;
     SupervisorAdmin::View view;
     view.supervisor_status = [this] {
-      Json ws = Json::MakeArray();
+      Json ws = Json::array();
       for (auto& c : children_) {
-        Json w = Json::MakeObject()
-                     .Set("id", Global(*c))
-                     .Set("restarts", c->crashes);
-        w.Set("up", c->proc != nullptr);
-        if (c->proc != nullptr) w.Set("pid", c->proc->pid);
-        ws.Push(std::move(w));
+        Json w = {{"id", Global(*c)}, {"restarts", c->crashes}};
+        w["up"] = c->proc != nullptr;
+        if (c->proc != nullptr) w["pid"] = c->proc->pid;
+        ws.push_back(std::move(w));
       }
-      return Json::MakeObject()
-          .Set("state", stopping_ ? "stopping" : "running")
-          .Set("uptime_s", (NowMs() - start_ms_) / 1000.0)
-          .Set("workers", std::move(ws));
+      Json st = Json::object();
+      st["state"] = stopping_ ? "stopping" : "running";
+      st["uptime_s"] = (NowMs() - start_ms_) / 1000.0;
+      st["workers"] = std::move(ws);
+      return st;
     };
     view.stop = [this](const std::string& why) { Stop(why); };
     auto admin = SupervisorAdmin::Start(&loop_, ao, std::move(view));
@@ -592,23 +697,25 @@ Result<CrawlSummary> Supervisor::Run() {
             std::to_string(opt_.first_worker + i) + "/summary.json",
         64u << 20);
     if (!text.ok()) continue;
-    auto j = Json::Parse(*text);
+    json::Limits limits;
+    limits.max_bytes = 64u << 20;
+    auto j = json::Parse(*text, limits);
     if (!j.ok()) continue;
     auto num = [&](const Json& o, const char* k) -> uint64_t {
-      const Json* v = o.Find(k);
+      const Json* v = json::Find(o, k);
       return v != nullptr && v->is_number()
-                 ? static_cast<uint64_t>(v->as_number())
+                 ? static_cast<uint64_t>(v->get<double>())
                  : 0;
     };
     sum.pages += num(*j, "pages");
     sum.robots_fetches += num(*j, "robots_fetches");
     sum.bytes += num(*j, "bytes");
     sum.queued_left += num(*j, "queued_left");
-    if (const Json* counts = j->Find("counts");
+    if (const Json* counts = json::Find(*j, "counts");
         counts != nullptr && counts->is_object()) {
-      for (const auto& [k, v] : counts->members()) {
+      for (const auto& [k, v] : counts->items()) {
         if (v.is_number())
-          sum.counts[k] += static_cast<uint64_t>(v.as_number());
+          sum.counts[k] += static_cast<uint64_t>(v.get<double>());
       }
     }
   }

@@ -12,15 +12,19 @@
 //     never fetches a host after its new owner started on it;
 //   - restarts a worker that crashed, with a growing delay (it resumes from
 //     its checkpoint; the others keep its URLs until it acknowledges them);
+//     a worker's fatal error (a WARC write failed, it cannot start: exit
+//     codes in daemon/control.h) instead stops the whole crawl;
 //   - ends the crawl when every worker is idle with nothing in transit for
 //     a second (or at max_pages), and on SIGINT/SIGTERM asks every worker to
 //     stop at a checkpoint and waits for them;
-//   - sums the workers' progress and summaries.
-// In a cluster (config cluster.redis) every node's supervisor also writes
-// its node's state to Redis (crawld:<name>:node-state:<id>, expiring) and reads
-// the others': the crawl is done when all nodes are idle with nothing in
-// transit for two seconds; the first node to see it sets crawld:<name>:done
-// and every node stops its workers.
+//   - on SIGHUP checks the rule and override files and has every worker
+//     reload them (or reports the bad file and changes nothing);
+//   - sums the workers' progress and summaries; its own events go to
+//     <data>/logs/supervisor.jsonl.
+// In a cluster (config cluster.redis) the supervisor is also its node's
+// member of the crawl's membership (daemon/membership.h): it tells its
+// workers the ring of each epoch, their lease and when to go, and stops
+// them when the crawl is done everywhere (docs/CLUSTER.md, "Membership").
 #ifndef CRAWLD_DAEMON_SUPERVISOR_H_
 #define CRAWLD_DAEMON_SUPERVISOR_H_
 

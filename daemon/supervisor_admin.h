@@ -14,9 +14,12 @@
 //  - hosts/{host}: to the host's owner on the ring;
 //  - stop: the supervisor's own stop callback (it stops every worker at a
 //    checkpoint).
-// The worker calls are blocking libcurl calls run in parallel with a short
-// timeout inside the handler: the supervisor's loop has nothing
-// latency-critical, and the answer then reflects one moment.
+// The worker calls are asynchronous (http::Client: libcurl multi on the
+// supervisor's loop), in parallel, each with a short timeout: a handler
+// never blocks the loop, so a slow or hung worker delays only the answers
+// that need it. Worker metrics come as JSON snapshots (a worker's
+// GET /api/metrics, metrics::Registry::Snapshot) merged into one registry
+// with a worker label; no Prometheus text is parsed.
 #ifndef CRAWLD_DAEMON_SUPERVISOR_ADMIN_H_
 #define CRAWLD_DAEMON_SUPERVISOR_ADMIN_H_
 
@@ -26,32 +29,14 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "base/status.h"
 #include "cluster/cluster.h"
 #include "conf/conf.h"
-#include "daemon/admin.h"
 
 struct uv_loop_s;
 
 namespace crawld::daemon {
-
-// One worker's /metrics text for MergeMetrics().
-struct MetricsSource {
-  // The value of the worker="..." label added to each of its samples;
-  // empty: the samples are taken as they are (the supervisor's own).
-  std::string worker;
-  std::string text;
-};
-
-// Merges Prometheus text exposition format 0.0.4 documents into one: each
-// family's HELP and TYPE once (the first seen), all samples of a family
-// together (the format requires it), families sorted by name, samples in
-// source order. A sample's existing "worker" label is replaced. Lines that
-// do not parse, and samples of a family whose TYPE differs from the first
-// one seen, are dropped (counted in *dropped when given) rather than making
-// the whole output unparsable.
-[[nodiscard]] std::string MergeMetrics(
-    const std::vector<MetricsSource>& sources, size_t* dropped = nullptr);
 
 // One worker's answer to GET /api/status for MergeStatus().
 struct WorkerStatus {
@@ -98,7 +83,7 @@ class SupervisorAdmin {
   // Listens on options.admin's address and port, writes
   // <data_dir>/run/admin.url and removes the local workers' stale
   // run/admin-<id>.url files: call it before starting the workers. Fails
-  // like AdminServer::Create, or with IOError when the URL file cannot be
+  // like http::Server::Create, or with IOError when the URL file cannot be
   // written.
   // REQUIRES: curl_global_init() was called; the loop outlives the result.
   [[nodiscard]] static Result<std::unique_ptr<SupervisorAdmin>> Start(

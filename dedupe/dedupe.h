@@ -67,6 +67,14 @@ struct Options {
   // UrlSeenStore: new fingerprints buffered in memory before one LevelDB
   // write batch (count). Clamped to [1, 1'000'000].
   size_t batch_size = 4096;
+  // UrlSeenStore: fingerprints reach LevelDB only in Flush(): never in a
+  // batch of their own (batch_size is then only the initial size of the
+  // pending set, which grows), and Close() or the destructor without a
+  // Flush() drops them, saving no Bloom or table file that would hold
+  // them. For a caller whose checkpoint makes the fingerprints durable
+  // together with the queues they came from: the store is never ahead of
+  // the queues, so a URL is never "seen" without being queued or fetched.
+  bool flush_only = false;
   // UrlSeenStore without its exact table: fingerprints known to be present
   // that are kept in memory to spare a LevelDB read (count; rounded up to a
   // power of two; 0 turns the cache off). 17 bytes each.

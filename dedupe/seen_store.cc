@@ -302,6 +302,25 @@ struct UrlSeenStore::Rep {
     const auto key = EncodeKey(k);
     batch.Put(ToSlice(key.data(), key.size()), leveldb::Slice());
   }
+  // Doubles the pending set (flush_only: it holds everything since the
+  // last Flush), keeping its keys.
+  void PendingGrow() {
+    std::vector<Key> keys;
+    keys.reserve(pending_slots.size());
+    for (uint32_t i : pending_slots) keys.push_back(pending_keys[i]);
+    const uint64_t n = (pending_mask + 1) * 2;
+    pending_keys.assign(n, Key{});
+    pending_used.assign(n, 0);
+    pending_mask = n - 1;
+    pending_slots.clear();
+    for (const Key& k : keys) {
+      size_t i = PendingStart(BloomKey(k));
+      while (pending_used[i]) i = (i + 1) & pending_mask;
+      pending_keys[i] = k;
+      pending_used[i] = 1;
+      pending_slots.push_back(static_cast<uint32_t>(i));
+    }
+  }
   void PendingClear() {
     for (uint32_t i : pending_slots) pending_used[i] = 0;
     pending_slots.clear();
@@ -665,7 +684,10 @@ Result<bool> UrlSeenStore::InsertIfNew(uint64_t host_hash,
   if (*present) return false;
   // Written before adding, not after, so that an error leaves this call
   // without effect.
-  if (r.pending_slots.size() >= r.options.batch_size) {
+  if (r.options.flush_only) {
+    // Kept at most half full, so that probes stay short.
+    if (2 * (r.pending_slots.size() + 1) > r.pending_mask + 1) r.PendingGrow();
+  } else if (r.pending_slots.size() >= r.options.batch_size) {
     if (Status s = r.WritePending(); !s.ok()) return s;
   }
   const uint64_t bk = BloomKey(k);
@@ -695,6 +717,15 @@ Status UrlSeenStore::Flush() {
 Status UrlSeenStore::Close() {
   Rep& r = *rep_;
   if (r.closed) return Status::Ok();
+  if (r.options.flush_only && !r.pending_slots.empty()) {
+    // Not flushed: dropped, and no Bloom or table file is saved that would
+    // claim them (the next Open rebuilds both from LevelDB).
+    r.PendingClear();
+    r.db.reset();
+    r.DropTable();
+    r.closed = true;
+    return Status::Ok();
+  }
   // A failed batch keeps the store open so that a retry can still save it.
   if (Status s = r.WritePending(); !s.ok()) return s;
   // A failed Bloom or table save loses nothing: the next Open rebuilds

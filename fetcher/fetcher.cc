@@ -9,14 +9,30 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cctype>
-#include <chrono>
 #include <cstring>
 #include <deque>
 #include <unordered_set>
 
+#include "base/ascii.h"
+#include "base/time.h"
+#include "fetcher/framing.h"
+
 namespace crawld::fetcher {
 namespace {
+
+using ascii::EqualsIgnoreCase;
+using ascii::StartsWithIgnoreCase;
+
+// The watchdog that keeps the time limits ticks this often while transfers
+// are in flight (milliseconds): the resolution of total_timeout_ms and of
+// the low-speed check.
+constexpr uint64_t kWatchdogMs = 100;
+// A watchdog tick later than this (milliseconds) means the loop was blocked
+// (a long callback): that time is not held against the transfers.
+constexpr uint64_t kStallMs = 500;
+
+// Monotonic nanoseconds (not the loop's cached time: a stall must show).
+uint64_t MonoNs() { return uv_hrtime(); }
 
 using DoneFn = std::function<void(Response&&)>;
 
@@ -35,23 +51,6 @@ void CloseAndDelete(Handle* h) {
   uv_close(reinterpret_cast<uv_handle_t*>(h), [](uv_handle_t* handle) {
     delete reinterpret_cast<Handle*>(handle);
   });
-}
-
-int64_t WallMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
 }
 
 // Host (lowercase, as written: "[v6]" keeps its brackets) and port of an
@@ -77,7 +76,7 @@ bool UrlHostPort(std::string_view url, std::string* host, int* port) {
     colon = rest.find(':');
   }
   host->assign(rest.substr(0, colon));
-  for (char& c : *host) c = static_cast<char>(std::tolower(c));
+  ascii::LowerInPlace(host);
   const bool https = scheme.size() == 5;
   *port = https ? 443 : 80;
   if (colon != std::string_view::npos && colon + 1 < rest.size()) {
@@ -97,20 +96,28 @@ bool IsIpv4Literal(const std::string& host) {
   return inet_pton(AF_INET, host.c_str(), addr) == 1;
 }
 
-bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() &&
-         EqualsIgnoreCase(s.substr(0, prefix.size()), prefix);
-}
-
+// A header line without its line end and surrounding OWS.
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' ||
-                        s.back() == '\r' || s.back() == '\n')) {
+  while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) {
     s.remove_suffix(1);
   }
-  return s;
+  return ascii::TrimHttpSpace(s);
+}
+
+// "HTTP/1.1 200 OK" -> version "HTTP/1.1" and 200; false when the line is
+// not a status line.
+bool ParseStatusLine(std::string_view line, std::string* version, int* status) {
+  line = Trim(line);
+  const size_t sp = line.find(' ');
+  if (sp == std::string_view::npos || line.size() < sp + 4) return false;
+  int code = 0;
+  for (size_t i = sp + 1; i < sp + 4; ++i) {
+    if (!ascii::IsDigit(line[i])) return false;
+    code = code * 10 + (line[i] - '0');
+  }
+  version->assign(line.substr(0, sp));
+  *status = code;
+  return true;
 }
 
 ErrorClass Classify(CURLcode code) {
@@ -166,6 +173,8 @@ Options Sanitize(Options o) {
   o.low_speed_bytes_per_s = std::max<int64_t>(o.low_speed_bytes_per_s, 0);
   o.low_speed_time_s = std::max<int64_t>(o.low_speed_time_s, 0);
   o.max_body_bytes = std::max<uint64_t>(o.max_body_bytes, 1);
+  o.max_header_bytes =
+      std::clamp<uint64_t>(o.max_header_bytes, 1024, 256 * 1024);
   o.max_connections = std::clamp<size_t>(o.max_connections, 1, 100000);
   o.max_idle_connections = std::min<size_t>(o.max_idle_connections, 100000);
   return o;
@@ -187,6 +196,12 @@ std::string_view ErrorClassName(ErrorClass c) {
       return "too_large";
     case ErrorClass::kProtocol:
       return "protocol";
+    case ErrorClass::kHeaderTooLarge:
+      return "header_too_large";
+    case ErrorClass::kFraming:
+      return "framing";
+    case ErrorClass::kIncomplete:
+      return "incomplete";
     case ErrorClass::kAborted:
       return "aborted";
     case ErrorClass::kOther:
@@ -240,16 +255,41 @@ struct Fetcher::Impl {
     State state = State::kQueued;
     uint64_t max_body = 0;
     bool in_multi = false;          // added to the multi handle
-    bool head_complete = false;     // blank line of the current head seen
     bool request_complete = false;  // request head fully captured
-    bool too_large = false;         // our write callback stopped the body
-    Status write_error;             // DocBuffer append failure
+
+    // --- the response head (of the final response once head_final) ---
+    bool head_complete = false;  // blank line of the current head seen
+    bool head_final = false;     // ... and it is the final (>= 200) head
+    std::string version;         // "HTTP/1.1" from the status line
+    int status = 0;              // from the status line
+    uint64_t head_bytes = 0;     // all heads, interim 1xx included
+
+    // --- the body, judged by its framing (fetcher/framing.h) ---
+    internal::BodyFraming framing;
+    internal::ChunkedDecoder chunked;
+    uint64_t body_in = 0;        // payload bytes taken into the body
+    bool body_complete = false;  // the framing says the body ended
+    bool header_too_large = false;
+    bool framing_error = false;   // the head's framing is invalid
+    std::string framing_message;  // why, for framing_error
+    std::string chunk_error;      // why the chunked body could not be read
+    bool too_large = false;       // max_body reached, transfer stopped
+    Status write_error;           // DocBuffer append failure
+
+    // --- time limits, kept by the watchdog (monotonic ns) ---
+    uint64_t deadline_ns = 0;
+    uint64_t stall_credit_ns = 0;  // left to add for loop stalls
+    uint64_t window_start_ns = 0;  // low-speed window
+    uint64_t window_bytes = 0;     // bytes received in it
+    std::string timeout_message;   // set when the watchdog cut it
+
     char error_buffer[CURL_ERROR_SIZE] = {};
   };
   struct SockPoll {
     uv_poll_t poll;
     Impl* impl;
     curl_socket_t fd;
+    int events = 0;  // UV_READABLE / UV_WRITABLE being watched
   };
 
   uv_loop_t* loop = nullptr;
@@ -258,6 +298,8 @@ struct Fetcher::Impl {
   bool shut_down = false;
   uv_timer_t* curl_timer = nullptr;   // CURLMOPT_TIMERFUNCTION's timer
   uv_timer_t* defer_timer = nullptr;  // delivers `completions`
+  uv_timer_t* watchdog = nullptr;     // time limits, while `active`
+  uint64_t last_tick_ns = 0;          // the watchdog's previous run
   std::unordered_set<Fetch*> active;  // added to `multi`
   // Waiting for a slot. We gate on max_connections ourselves instead of
   // letting curl queue (CURLMOPT_MAX_TOTAL_CONNECTIONS alone): curl counts
@@ -313,25 +355,38 @@ struct Fetcher::Impl {
     return 0;
   }
 
+  // One line of a response head. Returning anything but `len` stops the
+  // transfer (CURLE_WRITE_ERROR); Finish() then reads the flags set here.
   static size_t OnHeader(char* buf, size_t size, size_t n, void* userp) {
     Fetch* f = static_cast<Fetch*>(userp);
-    size_t len = size * n;
+    const size_t len = size * n;
     std::string_view line(buf, len);
     Response& r = f->response;
     if (line.empty()) return len;
-    if (StartsWithIgnoreCase(line, "HTTP/")) {
+    f->window_bytes += len;
+    if (f->head_final) return len;  // nothing after the final head's end
+    f->head_bytes += len;
+    if (f->head_bytes > f->impl->options.max_header_bytes) {
+      f->header_too_large = true;
+      return 0;
+    }
+    if (!f->head_complete && !r.response_head.empty()) {
+      // A field line of the head being read.
+    } else if (StartsWithIgnoreCase(line, "HTTP/")) {
       // A new head: an interim 1xx before it is dropped.
       r.response_head.clear();
       r.headers.clear();
       f->head_complete = false;
+      f->status = 0;
+      f->version.clear();
+      ParseStatusLine(line, &f->version, &f->status);
       f->impl->SetState(f, State::kHeaders);
-    } else if (f->head_complete) {
-      return len;  // chunked trailers are not part of the head
     }
     r.response_head.append(line);
     if (line == "\r\n" || line == "\n") {
       f->head_complete = true;
-    } else if (!StartsWithIgnoreCase(line, "HTTP/")) {
+      if (f->status >= 200) return OnFinalHead(f) ? len : 0;
+    } else if (r.response_head.size() > line.size()) {
       if ((line[0] == ' ' || line[0] == '\t') && !r.headers.empty()) {
         // obs-fold (RFC 9112 5.2): continuation of the previous value.
         std::string& v = r.headers.back().second;
@@ -345,24 +400,80 @@ struct Fetcher::Impl {
     return len;
   }
 
+  // The final head is complete: decide how its body is framed. False for
+  // invalid framing, which stops the transfer before any body byte.
+  static bool OnFinalHead(Fetch* f) {
+    f->head_final = true;
+    Result<internal::BodyFraming> framing =
+        internal::FramingOf(f->status, f->version, f->response.headers);
+    if (!framing.ok()) {
+      f->framing_error = true;
+      f->framing_message = framing.status().message();
+      return false;
+    }
+    f->framing = *framing;
+    f->response.framing_note = f->framing.note;
+    f->body_complete =
+        f->framing.kind == internal::BodyFraming::Kind::kNone ||
+        (f->framing.kind == internal::BodyFraming::Kind::kLength &&
+         f->framing.length == 0);
+    return true;
+  }
+
+  // Takes payload bytes into the body up to max_body. Returns
+  // ResourceExhausted once the cap is reached (the rest is dropped).
+  static Status TakeBody(Fetch* f, std::string_view data) {
+    const uint64_t have = f->response.body.size();
+    const uint64_t room = have < f->max_body ? f->max_body - have : 0;
+    const size_t take =
+        static_cast<size_t>(std::min<uint64_t>(data.size(), room));
+    if (take > 0) {
+      if (Status s = f->response.body.Append(data.substr(0, take)); !s.ok()) {
+        f->write_error = s;
+        return s;
+      }
+      f->body_in += take;
+    }
+    if (take < data.size()) {
+      f->too_large = true;
+      return Status::ResourceExhausted("body cap");
+    }
+    return Status::Ok();
+  }
+
+  // Body bytes as curl received them (chunked coding intact: curl's
+  // transfer decoding is off). Returning less than `len` stops the
+  // transfer.
   static size_t OnWrite(char* buf, size_t size, size_t n, void* userp) {
     Fetch* f = static_cast<Fetch*>(userp);
-    size_t len = size * n;
+    const size_t len = size * n;
+    std::string_view data(buf, len);
+    f->window_bytes += len;
     f->impl->SetState(f, State::kBody);
-    uint64_t have = f->response.body.size();
-    uint64_t room = have < f->max_body ? f->max_body - have : 0;
-    size_t take = static_cast<size_t>(std::min<uint64_t>(len, room));
-    if (take > 0) {
-      Status s = f->response.body.Append(std::string_view(buf, take));
-      if (!s.ok()) {
-        f->write_error = s;
-        return 0;  // CURLE_WRITE_ERROR
+    switch (f->framing.kind) {
+      case internal::BodyFraming::Kind::kChunked: {
+        Status s = f->chunked.Feed(
+            data, [f](std::string_view chunk) { return TakeBody(f, chunk); });
+        // RFC 9112 8: a chunked coding that fails to decode leaves an
+        // incomplete message, to be recorded as such (JudgeBody).
+        if (s.code() == Status::Code::kInvalidArgument) {
+          f->chunk_error = s.message();
+        }
+        if (!s.ok()) return 0;
+        f->body_complete = f->chunked.done();
+        return len;
       }
+      case internal::BodyFraming::Kind::kLength: {
+        // curl hands over at most Content-Length bytes.
+        if (!TakeBody(f, data).ok()) return 0;
+        f->body_complete = f->body_in >= f->framing.length;
+        return len;
+      }
+      case internal::BodyFraming::Kind::kNone:
+      case internal::BodyFraming::Kind::kClose:
+        break;
     }
-    // Keep what fits, then stop the transfer: returning less than `len`
-    // makes curl fail with CURLE_WRITE_ERROR.
-    if (take < len) f->too_large = true;
-    return take;
+    return TakeBody(f, data).ok() ? len : 0;
   }
 
   // --- multi_socket plumbing (multi-uv.c) ---
@@ -401,6 +512,7 @@ struct Fetcher::Impl {
     if (action == CURL_POLL_OUT || action == CURL_POLL_INOUT) {
       events |= UV_WRITABLE;
     }
+    sp->events = events;
     uv_poll_start(&sp->poll, events, OnPoll);
     return 0;
   }
@@ -442,13 +554,164 @@ struct Fetcher::Impl {
     impl->CheckMultiInfo();  // may destroy *impl
   }
 
+  // --- time limits (see the file comment of fetcher.h) ---
+
+  void StartLimits(Fetch* f) {
+    const uint64_t now = MonoNs();
+    const int64_t total_ms = f->request.total_timeout_ms > 0
+                                 ? f->request.total_timeout_ms
+                                 : options.total_timeout_ms;
+    f->deadline_ns = now + static_cast<uint64_t>(total_ms) * 1000000;
+    // A loop blocked most of the time would otherwise extend a transfer
+    // forever: stalls add at most the limit once more.
+    f->stall_credit_ns = static_cast<uint64_t>(total_ms) * 1000000;
+    f->window_start_ns = now;
+    f->window_bytes = 0;
+    if (!uv_is_active(reinterpret_cast<uv_handle_t*>(watchdog))) {
+      last_tick_ns = now;
+      uv_timer_start(watchdog, OnWatchdog, kWatchdogMs, kWatchdogMs);
+    }
+  }
+
+  // Why `f` is over a limit at `now`, or "" when it is not.
+  std::string OverLimit(Fetch* f, uint64_t now) {
+    if (now >= f->deadline_ns) {
+      const int64_t total_ms = f->request.total_timeout_ms > 0
+                                   ? f->request.total_timeout_ms
+                                   : options.total_timeout_ms;
+      return "transfer not complete after " + std::to_string(total_ms) + " ms";
+    }
+    const uint64_t window_ns = now - f->window_start_ns;
+    if (options.low_speed_bytes_per_s <= 0 || options.low_speed_time_s <= 0 ||
+        window_ns <
+            static_cast<uint64_t>(options.low_speed_time_s) * 1000000000) {
+      return "";
+    }
+    // bytes / seconds < limit, in integers.
+    const uint64_t need = static_cast<uint64_t>(options.low_speed_bytes_per_s);
+    if (f->window_bytes * 1000000000 < need * window_ns) {
+      return "too slow: " + std::to_string(f->window_bytes) + " bytes in " +
+             std::to_string(window_ns / 1000000) + " ms (below " +
+             std::to_string(need) + " bytes/s)";
+    }
+    f->window_start_ns = now;
+    f->window_bytes = 0;
+    return "";
+  }
+
+  static void OnWatchdog(uv_timer_t* t) {
+    Impl* impl = static_cast<Impl*>(t->data);
+    impl->Watch();  // may destroy *impl
+  }
+
+  void Watch() {
+    const uint64_t now = MonoNs();
+    const uint64_t gap = now - last_tick_ns;
+    last_tick_ns = now;
+    if (active.empty()) {
+      uv_timer_stop(watchdog);
+      return;
+    }
+    if (gap > (kWatchdogMs + kStallMs) * 1000000) {
+      // The loop did not run for a while (a long callback): the servers
+      // were not read meanwhile, so that time is theirs to have back.
+      // Nothing is judged in this tick; the poll phase right after reads
+      // what waits in the sockets.
+      const uint64_t stall = gap - kWatchdogMs * 1000000;
+      for (Fetch* f : active) {
+        const uint64_t add = std::min(stall, f->stall_credit_ns);
+        f->deadline_ns += add;
+        f->stall_credit_ns -= add;
+        f->window_start_ns = now;
+        f->window_bytes = 0;
+      }
+      ++stats.loop_stalls;
+      stats.loop_stall_ms += stall / 1000000;
+      return;
+    }
+    std::vector<Fetch*> over;
+    for (Fetch* f : active) {
+      if (std::string why = OverLimit(f, now); !why.empty()) {
+        f->timeout_message = std::move(why);
+        over.push_back(f);
+      }
+    }
+    if (over.empty()) return;
+    // Never decide a timeout without reading what is already there: a
+    // response may have arrived in full since the last poll.
+    std::vector<curl_socket_t> readable;
+    for (SockPoll* sp : polls) {
+      if (sp->events & UV_READABLE) readable.push_back(sp->fd);
+    }
+    int running = 0;
+    for (curl_socket_t fd : readable) {
+      curl_multi_socket_action(multi, fd, CURL_CSELECT_IN, &running);
+    }
+    std::vector<Completion> out;
+    CollectFinished(&out);
+    for (Fetch* f : over) {
+      if (active.count(f) == 0) continue;  // finished while draining
+      out.push_back(Finish(f, CURLE_OPERATION_TIMEDOUT, false));
+    }
+    stats.completed += out.size();
+    StartQueued();
+    Deliver(std::move(out));  // may destroy *this
+  }
+
+  // --- completion ---
+
+  // The outcome of a transfer whose final head arrived (head_final).
+  void JudgeBody(Fetch* f, CURLcode code) {
+    Response& r = f->response;
+    const bool close_delimited =
+        f->framing.kind == internal::BodyFraming::Kind::kClose;
+    if (f->body_complete || (close_delimited && code == CURLE_OK)) return;
+    r.truncated = true;
+    if (f->too_large) {
+      r.error = ErrorClass::kTooLarge;
+      r.error_message =
+          "body larger than " + std::to_string(f->max_body) + " bytes";
+      r.truncated_reason = "length";
+    } else if (!f->write_error.ok()) {
+      r.error = ErrorClass::kOther;
+      r.error_message = f->write_error.ToString();
+      r.truncated_reason = "unspecified";
+    } else if (!f->chunk_error.empty()) {
+      // We stopped reading, not the server: "unspecified", not
+      // "disconnect".
+      r.error = ErrorClass::kIncomplete;
+      r.error_message = "body cut after " + std::to_string(r.body.size()) +
+                        " bytes: " + f->chunk_error;
+      r.truncated_reason = "unspecified";
+    } else if (!f->timeout_message.empty() ||
+               code == CURLE_OPERATION_TIMEDOUT) {
+      r.error = ErrorClass::kTimeout;
+      r.error_message = !f->timeout_message.empty() ? f->timeout_message
+                                                    : CurlMessage(f, code);
+      r.truncated_reason = "time";
+    } else {
+      r.error = ErrorClass::kIncomplete;
+      r.error_message =
+          "body ended after " + std::to_string(r.body.size()) + " bytes";
+      if (f->framing.kind == internal::BodyFraming::Kind::kLength) {
+        r.error_message += " of " + std::to_string(f->framing.length);
+      } else if (f->framing.kind == internal::BodyFraming::Kind::kChunked) {
+        r.error_message += ", before the last chunk";
+      }
+      if (code != CURLE_OK) r.error_message += ": " + CurlMessage(f, code);
+      r.truncated_reason = "disconnect";
+    }
+  }
+
+  static std::string CurlMessage(Fetch* f, CURLcode code) {
+    return f->error_buffer[0] != '\0' ? std::string(f->error_buffer)
+                                      : std::string(curl_easy_strerror(code));
+  }
+
   // Fills the response of a finished transfer and frees its curl state.
   Completion Finish(Fetch* f, CURLcode code, bool aborted) {
     if (f->in_multi) curl_multi_remove_handle(multi, f->easy);
     Response& r = f->response;
-    long status = 0;
-    curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &status);
-    r.status_code = static_cast<int>(status);
     char* ip = nullptr;
     if (curl_easy_getinfo(f->easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK &&
         ip != nullptr) {
@@ -457,46 +720,68 @@ struct Fetcher::Impl {
     long connects = 0;
     curl_easy_getinfo(f->easy, CURLINFO_NUM_CONNECTS, &connects);
     stats.connections += static_cast<uint64_t>(std::max(connects, 0L));
+    r.status_code = f->head_final ? f->status : 0;
     if (aborted) {
+      // Cut by us, not by the server: nothing to record (the caller fetches
+      // the URL again), whatever had arrived.
       r.error = ErrorClass::kAborted;
       r.error_message = "shutdown";
-    } else if (code == CURLE_WRITE_ERROR && f->too_large) {
-      r.error = ErrorClass::kTooLarge;
+      r.status_code = 0;
+    } else if (f->header_too_large ||
+               (!f->head_final && code == CURLE_OUT_OF_MEMORY)) {
+      // curl refuses a single header line over 100 KB (CURL_MAX_HTTP_HEADER)
+      // with CURLE_OUT_OF_MEMORY before we see the line.
+      r.error = ErrorClass::kHeaderTooLarge;
+      r.status_code = 0;
       r.error_message =
-          "body larger than " + std::to_string(f->max_body) + " bytes";
-    } else if (code == CURLE_WRITE_ERROR && !f->write_error.ok()) {
-      r.error = ErrorClass::kOther;
-      r.error_message = f->write_error.ToString();
+          f->header_too_large
+              ? "response head larger than " +
+                    std::to_string(options.max_header_bytes) + " bytes"
+              : "response header line too long: " + CurlMessage(f, code);
+    } else if (f->framing_error) {
+      // RFC 9112 6.3: "the user agent MUST close the connection to the
+      // server and discard the received response" (curl closes it: the
+      // transfer was stopped).
+      r.error = ErrorClass::kFraming;
+      r.error_message = "response " + std::to_string(f->status) +
+                        " discarded: " + f->framing_message;
+      r.status_code = 0;
+    } else if (!f->head_final && f->status > 0 &&
+               code == CURLE_WEIRD_SERVER_REPLY &&
+               std::string_view(f->error_buffer).find("Content-Length") !=
+                   std::string_view::npos) {
+      // curl refuses a Content-Length it cannot read (curl 7.88 with
+      // Debian's fixes: "Invalid Content-Length: value") before we see
+      // the line; it is invalid framing all the same.
+      r.error = ErrorClass::kFraming;
+      r.error_message = "response " + std::to_string(f->status) +
+                        " discarded: " + CurlMessage(f, code) +
+                        " (RFC 9112 section 6.3)";
+    } else if (!f->head_final) {
+      if (!f->timeout_message.empty()) {
+        r.error = ErrorClass::kTimeout;
+        r.error_message = f->timeout_message;
+      } else {
+        r.error = code == CURLE_OK ? ErrorClass::kProtocol : Classify(code);
+        // A connection that ends inside the head is a protocol failure, as
+        // an empty reply is.
+        if (r.error == ErrorClass::kNone || code == CURLE_WRITE_ERROR) {
+          r.error = ErrorClass::kProtocol;
+        }
+        r.error_message = code == CURLE_OK ? "no complete response head"
+                                           : CurlMessage(f, code);
+      }
     } else {
-      r.error = Classify(code);
-      if (code != CURLE_OK) {
-        r.error_message = f->error_buffer[0] != '\0'
-                              ? std::string(f->error_buffer)
-                              : std::string(curl_easy_strerror(code));
-      }
+      r.error = ErrorClass::kNone;
+      JudgeBody(f, code);
     }
-    if (r.error != ErrorClass::kNone && r.body.size() > 0) {
-      r.truncated = true;
-      switch (r.error) {
-        case ErrorClass::kTooLarge:
-          r.truncated_reason = "length";
-          break;
-        case ErrorClass::kTimeout:
-          r.truncated_reason = "time";
-          break;
-        case ErrorClass::kConnect:
-        case ErrorClass::kProtocol:
-        case ErrorClass::kAborted:
-          r.truncated_reason = "disconnect";
-          break;
-        default:
-          r.truncated_reason = "unspecified";
-      }
-    }
-    // A head seen only partly (cut before its blank line) is not a response.
-    if (!f->head_complete) {
+    if (r.status_code == 0) {
+      // Nothing recordable: no head, no body (see ErrorClass).
       r.response_head.clear();
       r.headers.clear();
+      r.body.Clear();
+      r.truncated = false;
+      r.truncated_reason.clear();
     }
     r.end_us = WallMicros();
     SetState(f, State::kDone);
@@ -508,8 +793,8 @@ struct Fetcher::Impl {
     return c;
   }
 
-  void CheckMultiInfo() {
-    std::vector<Completion> out;
+  // Finishes every transfer curl reports done, into `out`.
+  void CollectFinished(std::vector<Completion>* out) {
     CURLMsg* msg;
     int left = 0;
     // Collect first: Finish() removes handles, which would invalidate the
@@ -521,7 +806,12 @@ struct Fetcher::Impl {
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &f);
       finished.emplace_back(f, msg->data.result);
     }
-    for (auto& [f, code] : finished) out.push_back(Finish(f, code, false));
+    for (auto& [f, code] : finished) out->push_back(Finish(f, code, false));
+  }
+
+  void CheckMultiInfo() {
+    std::vector<Completion> out;
+    CollectFinished(&out);
     stats.completed += out.size();
     StartQueued();
     Deliver(std::move(out));  // may destroy *this
@@ -536,6 +826,7 @@ struct Fetcher::Impl {
       queued.pop_front();
       active.insert(f);
       SetState(f, State::kStarted);
+      StartLimits(f);
       CURLMcode mc = curl_multi_add_handle(multi, f->easy);
       f->in_multi = mc == CURLM_OK;
       if (mc != CURLM_OK) {
@@ -642,12 +933,14 @@ struct Fetcher::Impl {
     set(CURLOPT_PATH_AS_IS, 1L);
     set(CURLOPT_NOSIGNAL, 1L);
     set(CURLOPT_HTTP_CONTENT_DECODING, 0L);
+    // The raw chunked bytes come to OnWrite, which frames the body itself
+    // (fetcher/framing.h); curl still parses the chunks to find the end.
+    set(CURLOPT_HTTP_TRANSFER_DECODING, 0L);
     set(CURLOPT_CONNECTTIMEOUT_MS,
         static_cast<long>(std::min(options.connect_timeout_ms, total)));
-    set(CURLOPT_TIMEOUT_MS, static_cast<long>(total));
-    set(CURLOPT_LOW_SPEED_LIMIT,
-        static_cast<long>(options.low_speed_bytes_per_s));
-    set(CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.low_speed_time_s));
+    // No CURLOPT_TIMEOUT_MS or CURLOPT_LOW_SPEED_*: curl checks them before
+    // reading what waits in the socket, so a loop blocked past the limit
+    // cut responses that had arrived in full. The watchdog keeps both.
     set(CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
     set(CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
     if (!options.ca_file.empty()) set(CURLOPT_CAINFO, options.ca_file.c_str());
@@ -703,10 +996,13 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Create(uv_loop_t* loop,
   // Fetcher can be destroyed right after Shutdown().
   p->curl_timer = new uv_timer_t;
   p->defer_timer = new uv_timer_t;
+  p->watchdog = new uv_timer_t;
   uv_timer_init(loop, p->curl_timer);
   uv_timer_init(loop, p->defer_timer);
+  uv_timer_init(loop, p->watchdog);
   p->curl_timer->data = p;
   p->defer_timer->data = p;
+  p->watchdog->data = p;
   return std::unique_ptr<Fetcher>(new Fetcher(std::move(impl)));
 }
 
@@ -819,9 +1115,11 @@ void Fetcher::Shutdown() {
   impl->polls.clear();
   uv_timer_stop(impl->curl_timer);
   uv_timer_stop(impl->defer_timer);
+  uv_timer_stop(impl->watchdog);
   CloseAndDelete(impl->curl_timer);
   CloseAndDelete(impl->defer_timer);
-  impl->curl_timer = impl->defer_timer = nullptr;
+  CloseAndDelete(impl->watchdog);
+  impl->curl_timer = impl->defer_timer = impl->watchdog = nullptr;
   Deliver(std::move(out));  // may destroy *this
 }
 

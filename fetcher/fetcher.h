@@ -18,7 +18,24 @@
 //   host name. Proxies from the environment are ignored.
 // - Bodies are kept raw as received (no Content-Encoding decoding by curl),
 //   because the WARC record must hold the bytes on the wire; DecodeBody()
-//   decodes for the parser.
+//   decodes for the parser. The chunked transfer coding is undone by the
+//   fetcher itself (fetcher/framing.h), not by curl.
+// - A response is judged by its framing (RFC 9112 section 6.3), not by
+//   curl's result alone: a head with invalid framing (differing or
+//   malformed Content-Length) is discarded as RFC 9112 requires; a chunked
+//   body that fails to decode is kept as incomplete (RFC 9112 section 8);
+//   Transfer-Encoding overrides a Content-Length (6.3 item 3, noted in
+//   framing_note); and a body is complete exactly when its Content-Length
+//   is reached, its last chunk was read, or (close-delimited) the server
+//   closed the connection.
+// - The whole-transfer and low-speed limits are kept by the fetcher, not by
+//   curl (curl 7.88 checks CURLOPT_TIMEOUT before it reads, so a loop
+//   blocked past the limit cut responses that had arrived in full, issue
+//   19): a watchdog timer ticks every 100 ms while transfers are in flight;
+//   a transfer over a limit is cut only after every readable socket has
+//   been read; and a tick that comes over half a second late means the
+//   loop was blocked, so that time is added to every transfer's deadline
+//   and the low-speed windows start again. curl keeps the connect timeout.
 // - Only http and https; HTTP/1.1 only (keep-alive reuse); the URL path is
 //   sent as given (CURLOPT_PATH_AS_IS), since it is canonical already.
 #ifndef CRAWLD_FETCHER_FETCHER_H_
@@ -47,21 +64,33 @@ struct Options {
   std::string user_agent;
   // Time to establish TCP (and TLS), milliseconds, clamped to [1, total].
   int64_t connect_timeout_ms = 10000;
-  // Whole transfer, milliseconds, clamped to >= 1.
+  // Whole transfer, milliseconds, clamped to >= 1. Time during which the
+  // loop was blocked (a callback ran for long) is added to it, up to the
+  // same amount again.
   int64_t total_timeout_ms = 60000;
-  // A transfer slower than low_speed_bytes_per_s (bytes/second) for
-  // low_speed_time_s (seconds) is cut off with kTimeout; 0 disables.
+  // A transfer that receives fewer than low_speed_bytes_per_s (bytes per
+  // second) on average over low_speed_time_s (seconds) of loop time is cut
+  // off with kTimeout; 0 in either disables the check.
   int64_t low_speed_bytes_per_s = 100;
   int64_t low_speed_time_s = 30;
-  // Body cap, bytes. A larger body is stopped; the response is kept with
-  // what fit, truncated = true and error kTooLarge. Clamped to >= 1.
+  // Body cap, bytes (after the chunked coding is undone). A larger body is
+  // stopped; the response is kept with what fit, truncated = true and
+  // error kTooLarge. Clamped to >= 1.
   uint64_t max_body_bytes = 10 << 20;
+  // Cap on the response head, bytes: status line and header lines of the
+  // final head and of any interim 1xx heads before it. A larger head fails
+  // with kHeaderTooLarge and nothing of it is kept. Clamped to
+  // [1 KiB, 256 KiB] (curl refuses 300 KB on its own, and any single line
+  // over 100 KB, which is reported as kHeaderTooLarge too).
+  uint64_t max_header_bytes = 128 * 1024;
   // Verify the server certificate and host name (https). ca_file: PEM
   // bundle path; empty = the system store.
   bool verify_tls = true;
   std::string ca_file;
-  // Accept-Encoding header value; empty sends none. Bodies are NOT decoded.
-  std::string accept_encoding = "gzip, deflate";
+  // Accept-Encoding header value; empty sends none. Bodies are NOT decoded
+  // while fetched; DecodeBody() undoes every coding listed here by default
+  // (kDecodableCodings).
+  std::string accept_encoding = "gzip, deflate, br, zstd";
 
   // --- performance ---
 
@@ -86,20 +115,45 @@ struct Options {
 };
 
 // Why a fetch failed. kNone with any status code (404 included) is a
-// successful transfer.
+// successful transfer: the whole response arrived, framed as it said.
+//
+// What the caller may record depends on the class and on status_code:
+//   status_code == 0  no response to record (no complete head, a head
+//                     whose framing is invalid, or a transfer we aborted):
+//                     kConnect, kTimeout, kTls, kProtocol, kHeaderTooLarge,
+//                     kFraming, kAborted (always), kOther
+//   status_code  > 0  a complete head, with the body as far as it arrived:
+//                     kNone (complete), or kTooLarge, kTimeout, kIncomplete,
+//                     kOther with truncated = true
+// docs/STORE.md ("Failed transfers") says what the WARC gets for each.
 enum class ErrorClass {
   kNone,
-  kConnect,   // TCP connect refused/unreachable, connection reset or lost
-  kTimeout,   // connect, total or low-speed timeout
-  kTls,       // handshake failure, certificate verification
-  kTooLarge,  // body over max_body_bytes
-  kProtocol,  // malformed or incomplete response, empty reply
-  kAborted,   // Shutdown() cancelled the transfer
-  kOther,     // bad request arguments, out of memory, local I/O errors
+  kConnect,         // TCP connect refused/unreachable, connection reset or lost
+                    // before the head completed
+  kTimeout,         // connect, total or low-speed timeout
+  kTls,             // handshake failure, certificate verification
+  kTooLarge,        // body over max_body_bytes (what fit is kept)
+  kProtocol,        // malformed response head (bad status line), empty reply,
+                    // connection closed before the head completed
+  kHeaderTooLarge,  // the head was over max_header_bytes (or one line over
+                    // curl's 100 KB): nothing of it is kept
+  kFraming,         // invalid message framing in the head (RFC 9112 6.3):
+                    // differing or malformed Content-Length,
+                    // Transfer-Encoding in HTTP/1.0, a transfer coding other
+                    // than chunked; the response is discarded
+  kIncomplete,      // the head arrived but not the whole body its framing
+                    // announced: closed or reset before Content-Length or
+                    // the last chunk (truncated "disconnect"), or a chunked
+                    // coding that failed to decode, which RFC 9112 8 says to
+                    // record as incomplete (truncated "unspecified"); what
+                    // arrived is kept
+  kAborted,         // Shutdown() cancelled the transfer
+  kOther,           // bad request arguments, out of memory, local I/O errors
 };
 
 // Stable lower-case name: "none", "connect", "timeout", "tls", "too_large",
-// "protocol", "aborted", "other". The view is static.
+// "protocol", "header_too_large", "framing", "incomplete", "aborted",
+// "other". The view is static.
 std::string_view ErrorClassName(ErrorClass c);
 
 // One GET.
@@ -123,8 +177,12 @@ struct Request {
 
 struct Response {
   ErrorClass error = ErrorClass::kNone;
-  std::string error_message;  // curl's text; empty on success
-  int status_code = 0;        // 0 if no response head arrived
+  std::string error_message;  // what went wrong; empty on success
+  // The final status code, or 0 when there is no response to record: no
+  // complete head arrived, or the head's framing was invalid (kFraming;
+  // RFC 9112 6.3 requires discarding such a response). When 0, the head,
+  // headers and body are empty.
+  int status_code = 0;
   // Raw request head as sent on the wire (from the debug callback).
   std::string request_head;
   // Raw status line + header lines + CRLF CRLF of the final response
@@ -134,11 +192,21 @@ struct Response {
   std::vector<std::pair<std::string, std::string>> headers;
   // First value of header `name` (case-insensitive); "" if absent.
   std::string Header(std::string_view name) const;
-  DocBuffer body;          // raw body bytes as received (still encoded)
-  bool truncated = false;  // body incomplete: cap hit, timeout, cut-off
-  // WARC-Truncated reason when truncated: "length" (cap), "time" (timeout),
-  // "disconnect" (connection lost or aborted), "unspecified".
+  // The body as received, transfer coding (chunked) undone, content coding
+  // (gzip, br, ...) intact.
+  DocBuffer body;
+  // The head arrived but not the whole body its framing announced: cap
+  // hit, timeout, connection lost. Set also when not one body byte came.
+  bool truncated = false;
+  // WARC-Truncated reason when truncated: "length" (kTooLarge), "time"
+  // (kTimeout), "disconnect" (kIncomplete: the server closed),
+  // "unspecified" (kIncomplete: a malformed chunk; kOther: a local failure
+  // such as a full spill disk).
   std::string truncated_reason;
+  // A framing oddity the response survived, for logs and counters; ""
+  // normally. Today: Transfer-Encoding with Content-Length, framed by the
+  // Transfer-Encoding (RFC 9112 6.3 item 3).
+  std::string framing_note;
   std::string ip;                    // the address actually connected
   int64_t start_us = 0, end_us = 0;  // wall clock, epoch microseconds
 };
@@ -148,6 +216,11 @@ struct Stats {
   uint64_t submitted = 0;
   uint64_t completed = 0;    // done callbacks run (any outcome)
   uint64_t connections = 0;  // new connections opened (not reused)
+  // Times the loop was found blocked for over half a second while
+  // transfers were in flight, and the total of those blocks (ms); their
+  // time was added to the transfers' limits.
+  uint64_t loop_stalls = 0;
+  uint64_t loop_stall_ms = 0;
 };
 
 // One Fetcher per worker loop. Not thread-safe: every call and every
@@ -178,10 +251,11 @@ class Fetcher {
   [[nodiscard]] size_t in_flight() const;
   [[nodiscard]] Stats stats() const;
 
-  // Aborts every transfer (each `done` runs with kAborted, what arrived so
-  // far kept, before Shutdown returns), cleans up curl and closes the uv
-  // handles. Idempotent. The loop must run once more (uv_run) to finish
-  // closing the handles before uv_loop_close().
+  // Aborts every transfer (each `done` runs with kAborted and status_code
+  // 0, before Shutdown returns: nothing of a cut transfer is to be
+  // recorded), cleans up curl and closes the uv handles. Idempotent. The loop
+  // must run once more (uv_run) to finish closing the handles before
+  // uv_loop_close().
   void Shutdown();
 
  private:
@@ -197,15 +271,21 @@ class Fetcher {
 [[nodiscard]] int64_t ParseRetryAfter(std::string_view value,
                                       int64_t now_epoch_s);
 
-// Decodes the Content-Encoding of `response` (gzip, x-gzip, deflate as zlib
-// or raw DEFLATE, identity; a list is undone right to left, at most 4
-// codings) into at most `max_bytes` of output. Decompression-bomb safe: it
-// stops at the cap and then sets *capped (if given) to true; the prefix is
-// returned as success. A body cut short (response.truncated) yields what
-// could be decoded.
-// Errors: InvalidArgument for an unsupported coding (e.g. "br"),
-// Corruption for a damaged or (untruncated but) incomplete stream, IOError
-// when the body's spill file cannot be read.
+// The content codings DecodeBody() undoes, as an Accept-Encoding value.
+inline constexpr std::string_view kDecodableCodings = "gzip, deflate, br, zstd";
+
+// Decodes the Content-Encoding of `response` (RFC 9110 8.4.1: gzip, x-gzip,
+// deflate as zlib or raw DEFLATE; br, RFC 7932; zstd, RFC 8878 with a
+// window of at most 8 MiB; identity; a list is undone right to left, at
+// most 4 codings) into at most `max_bytes` of output.
+// Decompression-bomb safe: it stops at the cap and then sets *capped (if
+// given) to true; the prefix is returned as success. A body cut short
+// (response.truncated) yields what could be decoded. An empty body is
+// empty whatever its coding.
+// Errors (the body is undecodable; nothing of it is returned):
+// InvalidArgument for an unsupported coding (e.g. "compress") or more than
+// 4; Corruption for a damaged or (untruncated but) incomplete stream;
+// IOError when the body's spill file cannot be read.
 [[nodiscard]] Result<std::string> DecodeBody(const Response& response,
                                              size_t max_bytes,
                                              bool* capped = nullptr);

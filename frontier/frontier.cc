@@ -17,6 +17,8 @@
 #include <set>
 #include <utility>
 
+#include "frontier/ip_gate.h"
+
 namespace crawld::frontier {
 namespace {
 
@@ -55,8 +57,10 @@ double CleanCredit(double c) { return c >= 0.0 ? c : 0.0; }  // NaN too
 // Memory estimate of one queued item: the struct plus the URL's heap block
 // (none while it fits the small-string buffer).
 size_t ItemBytes(const Item& item) {
-  const size_t heap = item.url.capacity() > 15 ? item.url.capacity() + 1 : 0;
-  return sizeof(Item) + heap;
+  auto heap = [](const std::string& s) {
+    return s.capacity() > 15 ? s.capacity() + 1 : 0;
+  };
+  return sizeof(Item) + heap(item.url) + heap(item.seed_host);
 }
 
 // --- On-disk formats (native byte order; little-endian hosts only) ---
@@ -64,14 +68,15 @@ size_t ItemBytes(const Item& item) {
 // Chunk record in a segment file:
 //   u32 magic, u32 item count, u32 payload bytes, u64 XXH3 of payload,
 //   payload = per item: u32 url bytes, url, u64 fingerprint, u16 depth,
-//   u8 redirects, f64 credit.
+//   u8 redirects, u8 retries, f64 credit, u64 redirect_from, u16 seed host
+//   bytes, seed host.
 // Manifest (spill_dir/MANIFEST, replaced by rename):
 //   8 bytes magic, u64 payload bytes, u64 XXH3 of payload, payload =
 //   f64 lambda, u64 hosts, per host: u32 key bytes, key, u8 retired,
 //   i64 crawl delay, f64 credit, f64 inbound credit, u64 pages, u64 fetched,
 //   u64 dropped, u32 chunks, per chunk: u32 segment, u32 count, u64 offset,
 //   u32 bytes.
-constexpr uint32_t kChunkMagic = 0x4b484346;  // "FCHK"
+constexpr uint32_t kChunkMagic = 0x324b4346;  // "FCK2"
 constexpr size_t kChunkHeader = 4 + 4 + 4 + 8;
 constexpr char kManifestMagic[8] = {'C', 'R', 'W', 'L', 'F', 'R', 'N', '1'};
 constexpr uint32_t kMaxUrlBytes = 1u << 24;  // sanity bound when decoding
@@ -120,7 +125,13 @@ void EncodeItem(std::string* out, const Item& item) {
   Put<uint64_t>(out, item.fingerprint);
   Put<uint16_t>(out, item.depth);
   Put<uint8_t>(out, item.redirects);
+  Put<uint8_t>(out, item.retries);
   Put<double>(out, item.credit);
+  Put<uint64_t>(out, item.redirect_from);
+  // Host names are at most 253 bytes; a longer one is not a host.
+  const size_t seed = std::min<size_t>(item.seed_host.size(), 0xffff);
+  Put<uint16_t>(out, static_cast<uint16_t>(seed));
+  out->append(item.seed_host, 0, seed);
 }
 
 std::string ErrnoText(const std::string& what) {
@@ -310,7 +321,10 @@ struct Frontier::SpillStore {
       item.fingerprint = r.Get<uint64_t>();
       item.depth = r.Get<uint16_t>();
       item.redirects = r.Get<uint8_t>();
+      item.retries = r.Get<uint8_t>();
       item.credit = CleanCredit(r.Get<double>());
+      item.redirect_from = r.Get<uint64_t>();
+      item.seed_host = std::string(r.Bytes(r.Get<uint16_t>()));
       if (!r.ok()) break;
       out->push_back(std::move(item));
     }
@@ -887,16 +901,8 @@ void Frontier::Complete(std::string_view host_key, int64_t now_us,
   int64_t delay = gap;
   if (completion.outcome == Outcome::kSuccess) {
     host.consecutive_errors = 0;
-    const double scaled =
-        options_.delay_factor *
-        static_cast<double>(std::max<int64_t>(completion.response_time_us, 0));
-    // Compare in double: factor x a huge response time must not overflow.
-    if (scaled > static_cast<double>(delay)) {
-      delay = scaled >= static_cast<double>(options_.max_delay_us)
-                  ? options_.max_delay_us
-                  : static_cast<int64_t>(scaled);
-    }
-    delay = std::min(delay, options_.max_delay_us);
+    delay = SuccessDelayUs(gap, options_.delay_factor,
+                           completion.response_time_us, options_.max_delay_us);
   } else {
     ++host.consecutive_errors;
     if (completion.outcome == Outcome::kRetryLater &&

@@ -165,11 +165,19 @@ struct Item {
   uint64_t fingerprint = 0;  // url fingerprint (url/), for dedupe and logs
   uint16_t depth = 0;        // links from the seed (count)
   uint8_t redirects = 0;     // redirect hops that led here (count)
+  // Transient failures of this URL so far (count); the caller gives up
+  // after its own limit.
+  uint8_t retries = 0;
   // AOPIC credit (credit units). Push() adds it to the host's credit; Pop()
   // returns here the after-tax share the fetched page passes to its
   // outlinks. With credit_scheduling off it only breaks ties between hosts
   // ready at the same time (by the head item's credit).
   double credit = 1.0;
+  // The fingerprint of the URL whose redirect led here; 0: none.
+  uint64_t redirect_from = 0;
+  // The host of the seed this URL descends from, for the filter's scope
+  // rules (conf/rules.h); carried along links, redirects and the exchange.
+  std::string seed_host;
 };
 
 // How a fetch ended, as far as politeness is concerned.

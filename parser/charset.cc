@@ -6,6 +6,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+
+#include "base/ascii.h"
+#include "utf8.h"
 
 namespace crawld::parser::internal {
 namespace {
@@ -260,13 +264,8 @@ constexpr uint16_t kWindows1252High[32] = {
 
 constexpr char kReplacement[] = "\xEF\xBF\xBD";
 
-bool IsAsciiSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r';
-}
-
-char ToLower(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + ('a' - 'A')) : c;
-}
+constexpr auto IsAsciiSpace = ascii::IsWhatwgSpace;
+using ascii::ToLower;
 
 std::string_view TrimSpace(std::string_view s) {
   while (!s.empty() && IsAsciiSpace(s.front())) s.remove_prefix(1);
@@ -274,12 +273,9 @@ std::string_view TrimSpace(std::string_view s) {
   return s;
 }
 
+// `lit` (lower case) at s[pos], ASCII case-insensitively.
 bool StartsWithNoCase(std::string_view s, size_t pos, std::string_view lit) {
-  if (pos > s.size() || s.size() - pos < lit.size()) return false;
-  for (size_t i = 0; i < lit.size(); ++i) {
-    if (ToLower(s[pos + i]) != lit[i]) return false;
-  }
-  return true;
+  return pos <= s.size() && ascii::StartsWithIgnoreCase(s.substr(pos), lit);
 }
 
 const char* IconvNameFor(std::string_view encoding) {
@@ -290,16 +286,7 @@ const char* IconvNameFor(std::string_view encoding) {
 }
 
 void AppendCodePoint(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
+  utf8::append(static_cast<char32_t>(cp), std::back_inserter(*out));
 }
 
 // Decodes windows-1252 (every byte maps to a code point) until the output
@@ -566,9 +553,7 @@ std::string_view CharsetFromMetaContent(std::string_view s) {
   }
 }
 
-bool IsAsciiAlpha(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
+constexpr auto IsAsciiAlpha = ascii::IsAlpha;
 
 }  // namespace
 

@@ -7,28 +7,17 @@
 #include <cstdint>
 #include <memory>
 
+#include "base/ascii.h"
 #include "parser/charset.h"
 #include "parser/gumbo_arena.h"
-#include "parser/nesting.h"
+#include "parser/prescan.h"
 
 namespace crawld::parser {
 namespace {
 
-bool IsAsciiSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r';
-}
-
-char ToLower(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + ('a' - 'A')) : c;
-}
-
-bool EqualsNoCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (ToLower(a[i]) != ToLower(b[i])) return false;
-  }
-  return true;
-}
+using ascii::EqualsIgnoreCase;
+using ascii::ToLower;
+constexpr auto IsAsciiSpace = ascii::IsWhatwgSpace;
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && IsAsciiSpace(s.front())) s.remove_prefix(1);
@@ -55,7 +44,7 @@ constexpr std::string_view kSpaces = " \t\n\f\r";
 bool HasRelToken(std::string_view rel, std::string_view token) {
   bool found = false;
   ForEachToken(rel, kSpaces, [&](std::string_view t) {
-    if (EqualsNoCase(t, token)) found = true;
+    if (EqualsIgnoreCase(t, token)) found = true;
   });
   return found;
 }
@@ -260,6 +249,52 @@ bool HttpScheme(const url::Url& u) {
   return s == "http" || s == "https";
 }
 
+// What one walk of Gumbo's tree found, before resolution.
+struct Walked {
+  std::vector<RawLink> hyperlinks;  // HTML a/area href, tree order
+  std::vector<RawLink> others;      // link rel, refresh, frames, SVG a
+  std::string_view base_href;
+  bool have_base = false;
+  // <noscript> checks (see prescan.h): raw-text stand-ins Gumbo inserted
+  // where the pre-pass put them, and <noscript> elements it still built
+  // (input offsets of their start tags).
+  std::vector<size_t> confirmed;
+  std::vector<size_t> missed;
+};
+
+// The input offset of an element's start tag, or npos when the parser
+// created it without one.
+size_t StartTagOffset(const GumboElement& el, std::string_view html) {
+  if (el.original_tag.length == 0 || el.original_tag.data == nullptr) {
+    return std::string_view::npos;
+  }
+  return static_cast<size_t>(el.original_tag.data - html.data());
+}
+
+void CheckNoscript(const GumboNode* node, std::string_view html,
+                   const internal::Prescan& pre, Walked* w) {
+  const GumboElement& el = node->v.element;
+  const size_t at = StartTagOffset(el, html);
+  if (at == std::string_view::npos) return;
+  if (el.tag == GUMBO_TAG_NOSCRIPT) {
+    w->missed.push_back(pre.ToInput(at));
+    return;
+  }
+  // A stand-in counts where a browser would have inserted the <noscript>:
+  // not in a frameset, where <noframes> is honoured and <noscript> is not.
+  auto it =
+      std::lower_bound(pre.noscript_out.begin(), pre.noscript_out.end(), at);
+  if (it == pre.noscript_out.end() || *it != at) return;
+  const GumboNode* parent = node->parent;
+  if (parent != nullptr && parent->type == GUMBO_NODE_ELEMENT &&
+      (parent->v.element.tag == GUMBO_TAG_FRAMESET ||
+       parent->v.element.tag == GUMBO_TAG_HTML)) {
+    return;
+  }
+  w->confirmed.push_back(
+      pre.noscript_in[static_cast<size_t>(it - pre.noscript_out.begin())]);
+}
+
 }  // namespace
 
 std::string_view LinkKindName(LinkKind kind) {
@@ -280,6 +315,8 @@ std::string_view LinkKindName(LinkKind kind) {
       return "frame";
     case LinkKind::kIframe:
       return "iframe";
+    case LinkKind::kSvgAnchor:
+      return "svg-anchor";
   }
   return "unknown";
 }
@@ -292,6 +329,10 @@ Extractor::Extractor(const Options& options) : options_(options) {
   options_.max_links = std::clamp<size_t>(options_.max_links, 1, 10'000'000);
   options_.max_nesting_depth =
       std::clamp<size_t>(options_.max_nesting_depth, 16, 100'000);
+  options_.max_elements =
+      std::clamp<size_t>(options_.max_elements, 1'000, 10'000'000);
+  options_.max_attributes_per_element =
+      std::clamp<size_t>(options_.max_attributes_per_element, 16, 100'000);
   // Enough to keep the tree of an ordinary large page between parses; a
   // rare huge one gets its memory back when its parse ends, and past 64 MiB
   // its parse allocates as Gumbo would without the arena.
@@ -309,68 +350,24 @@ Page Extractor::Extract(std::string_view body, std::string_view content_type,
   return page;
 }
 
-void Extractor::ExtractInto(std::string_view body,
-                            std::string_view content_type,
-                            const url::Url& document_url,
-                            std::string_view robots_token, Page* page) const {
-  page->base_url.clear();
-  page->title.clear();
-  page->lang.clear();
-  page->canonical.clear();
-  page->meta_noindex = false;
-  page->meta_nofollow = false;
-  page->links.clear();
-  page->text.clear();
-  page->charset.clear();
-  page->truncated = false;
-  page->invalid_links = 0;
+namespace {
 
-  // Holds the UTF-8 text only when the body needed converting or repair;
-  // valid UTF-8 bodies are parsed in place.
-  std::string storage;
-  internal::Decoded decoded = internal::DecodeToUtf8(
-      body, content_type, options_.max_parse_bytes, &storage);
-  page->charset.assign(decoded.charset);
-  page->truncated = decoded.truncated;
-  std::string_view html = decoded.html;
-  size_t cut = internal::NestingCutOffset(html, options_.max_nesting_depth);
-  if (cut != std::string_view::npos) {
-    html = html.substr(0, cut);
-    page->truncated = true;
-  }
-
-  GumboOptions gopts = kGumboDefaultOptions;
-  // Gumbo copies the stack of open elements into every parse error it
-  // records: quadratic memory on deep markup. We never read the errors.
-  gopts.max_errors = 0;
-  gopts.allocator = &internal::GumboArena::GumboAllocate;
-  gopts.deallocator = &internal::GumboArena::GumboDeallocate;
-  gopts.userdata = arena_.get();
-  ArenaRewind rewind(arena_.get());
-  const GumboOutput* out =
-      gumbo_parse_with_options(&gopts, html.data(), html.size());
-
-  robots_token = Trim(robots_token);
-  // Hrefs are collected first and resolved after the walk: the frozen base
-  // URL is the first <base href> anywhere in the tree, so a link can only be
-  // resolved once the whole tree has been seen.
-  std::vector<RawLink> raw;
-  std::string_view base_href;
-  bool have_base = false;
+// One walk of Gumbo's tree: links, base, title, lang, meta robots, text.
+// An explicit stack, not recursion: the tree can be thousands of levels
+// deep, and a worker's stack is not the place to find out.
+void Walk(const GumboOutput* out, std::string_view html,
+          const internal::Prescan& pre, const Options& options,
+          std::string_view robots_token, Page* page, Walked* w) {
   bool have_title = false;
-  TextSink text(&page->text, options_.max_text_bytes);
-
-  if (out != nullptr && out->root != nullptr &&
-      out->root->type == GUMBO_NODE_ELEMENT) {
+  TextSink text(&page->text, options.max_text_bytes);
+  if (out == nullptr) return;
+  if (out->root != nullptr && out->root->type == GUMBO_NODE_ELEMENT) {
     page->lang.assign(Trim(AttrValue(out->root->v.element, "lang")));
   }
-
-  // An explicit stack, not recursion: even after the nesting cut the tree
-  // can be thousands of levels deep (uncounted elements nest inside counted
-  // ones), and a worker's stack is not the place to find out.
+  const bool check_noscript = options.scripting;
   std::vector<Frame> stack;
   stack.reserve(256);
-  if (out != nullptr) stack.push_back({out->document, 0, false});
+  stack.push_back({out->document, 0, false});
   while (!stack.empty()) {
     const Frame f = stack.back();
     stack.pop_back();
@@ -388,7 +385,7 @@ void Extractor::ExtractInto(std::string_view body,
       case GUMBO_NODE_TEXT:
       case GUMBO_NODE_CDATA:
       case GUMBO_NODE_WHITESPACE:
-        if (options_.extract_text && (flags & kHideText) == 0) {
+        if (options.extract_text && (flags & kHideText) == 0) {
           text.Append(node->v.text.text);
         }
         break;
@@ -403,26 +400,30 @@ void Extractor::ExtractInto(std::string_view body,
         switch (el.tag) {
           case GUMBO_TAG_A:
           case GUMBO_TAG_AREA: {
-            // SVG <a href> / <a xlink:href> are links too; Gumbo names both
-            // attributes "href".
+            // Hyperlinks are HTML a/area only (what document.links lists);
+            // an SVG <a href> or <a xlink:href> (Gumbo names both "href")
+            // is another kind of outlink.
             bool has_href;
             std::string_view href = AttrValue(el, "href", &has_href);
-            if (has_href && links_ok &&
-                (html_ns || el.tag_namespace == GUMBO_NAMESPACE_SVG)) {
-              raw.push_back(
+            if (!has_href || !links_ok) break;
+            const bool nofollow = HasRelToken(AttrValue(el, "rel"), "nofollow");
+            if (html_ns) {
+              w->hyperlinks.push_back(
                   {href,
                    el.tag == GUMBO_TAG_A ? LinkKind::kAnchor : LinkKind::kArea,
-                   HasRelToken(AttrValue(el, "rel"), "nofollow")});
+                   nofollow});
+            } else if (el.tag_namespace == GUMBO_NAMESPACE_SVG) {
+              w->others.push_back({href, LinkKind::kSvgAnchor, nofollow});
             }
             break;
           }
           case GUMBO_TAG_BASE:
-            if (html_ns && !have_base && links_ok) {
+            if (html_ns && !w->have_base && links_ok) {
               bool has_href;
               std::string_view href = AttrValue(el, "href", &has_href);
               if (has_href) {
-                base_href = href;
-                have_base = true;
+                w->base_href = href;
+                w->have_base = true;
               }
             }
             break;
@@ -444,7 +445,7 @@ void Extractor::ExtractInto(std::string_view body,
             } else {
               break;
             }
-            raw.push_back({href, kind, HasRelToken(rel, "nofollow")});
+            w->others.push_back({href, kind, HasRelToken(rel, "nofollow")});
             break;
           }
           // Meta robots and refresh are honoured in the body too: the parser
@@ -453,35 +454,38 @@ void Extractor::ExtractInto(std::string_view body,
             if (!html_ns || !links_ok) break;
             std::string_view content = AttrValue(el, "content");
             std::string_view name = Trim(AttrValue(el, "name"));
-            if (EqualsNoCase(name, "robots") ||
-                (!robots_token.empty() && EqualsNoCase(name, robots_token))) {
+            if (EqualsIgnoreCase(name, "robots") ||
+                (!robots_token.empty() &&
+                 EqualsIgnoreCase(name, robots_token))) {
               ForEachToken(content, ", \t\n\f\r", [&](std::string_view t) {
-                if (EqualsNoCase(t, "noindex")) {
+                if (EqualsIgnoreCase(t, "noindex")) {
                   page->meta_noindex = true;
-                } else if (EqualsNoCase(t, "nofollow")) {
+                } else if (EqualsIgnoreCase(t, "nofollow")) {
                   page->meta_nofollow = true;
-                } else if (EqualsNoCase(t, "none")) {
+                } else if (EqualsIgnoreCase(t, "none")) {
                   page->meta_noindex = page->meta_nofollow = true;
                 }
               });
             }
             std::string_view target;
-            if (EqualsNoCase(Trim(AttrValue(el, "http-equiv")), "refresh") &&
+            if (EqualsIgnoreCase(Trim(AttrValue(el, "http-equiv")),
+                                 "refresh") &&
                 ParseRefresh(content, &target)) {
-              raw.push_back({target, LinkKind::kRefresh, false});
+              w->others.push_back({target, LinkKind::kRefresh, false});
             }
             break;
           }
           case GUMBO_TAG_FRAME:
           case GUMBO_TAG_IFRAME:
-            if (html_ns && links_ok && options_.extract_frames) {
+            if (html_ns && links_ok && options.extract_frames) {
               bool has_src;
               std::string_view src = AttrValue(el, "src", &has_src);
               if (has_src) {
-                raw.push_back({src,
-                               el.tag == GUMBO_TAG_FRAME ? LinkKind::kFrame
-                                                         : LinkKind::kIframe,
-                               false});
+                w->others.push_back({src,
+                                     el.tag == GUMBO_TAG_FRAME
+                                         ? LinkKind::kFrame
+                                         : LinkKind::kIframe,
+                                     false});
               }
             }
             flags |= kHideText;  // fallback content, not the page's text
@@ -489,7 +493,7 @@ void Extractor::ExtractInto(std::string_view body,
           case GUMBO_TAG_TITLE:
             if (html_ns && !have_title && links_ok) {
               have_title = true;
-              TextSink title(&page->title, options_.max_text_bytes);
+              TextSink title(&page->title, options.max_text_bytes);
               for (unsigned i = 0; i < el.children.length; ++i) {
                 const auto* c =
                     static_cast<const GumboNode*>(el.children.data[i]);
@@ -501,9 +505,14 @@ void Extractor::ExtractInto(std::string_view body,
             }
             flags |= kHideText;
             break;
+          case GUMBO_TAG_NOSCRIPT:
+          case GUMBO_TAG_NOFRAMES:
+            if (html_ns && check_noscript) CheckNoscript(node, html, pre, w);
+            flags |= kHideText;
+            break;
           case GUMBO_TAG_SCRIPT:
           case GUMBO_TAG_STYLE:
-          case GUMBO_TAG_NOSCRIPT:
+          case GUMBO_TAG_NOEMBED:
           case GUMBO_TAG_HEAD:
             flags |= kHideText;
             break;
@@ -529,34 +538,27 @@ void Extractor::ExtractInto(std::string_view body,
       }
     }
   }
+}
 
-  RepairUtf8(&page->text, options_.max_text_bytes);
-  RepairUtf8(&page->title, options_.max_text_bytes);
-  RepairUtf8(&page->lang, options_.max_text_bytes);
-
-  // The base applies to every link, including those before it in the tree
-  // (links are resolved after parsing, against the frozen base URL).
-  const url::Url* doc = document_url.href().empty() ? nullptr : &document_url;
-  url::Url base_storage;
-  const url::Url* base = doc;
-  if (have_base) {
-    Result<url::Url> b = url::Parse(base_href, doc);
-    if (b.ok()) {
-      base_storage = std::move(b).value();
-      base = &base_storage;
-    }
-  }
-  if (base != nullptr) page->base_url.assign(base->href());
-
-  page->links.reserve(std::min(raw.size(), options_.max_links));
-  // Past max_links we keep scanning only for the canonical URL, which the
-  // caller needs even on link-heavy pages.
+// Resolves `raw` against `base` into *out (http(s) only, at most `cap`).
+void Resolve(const std::vector<RawLink>& raw, const url::Url* base, size_t cap,
+             Page* page, std::vector<Link>* out) {
+  std::string restored;
   for (const RawLink& r : raw) {
-    const bool room = page->links.size() < options_.max_links;
+    const bool room = out->size() < cap;
+    // Past the cap only the canonical URL is still looked for: the caller
+    // needs it even on link-heavy pages.
     if (!room && (r.kind != LinkKind::kCanonical || !page->canonical.empty())) {
+      ++page->cuts.links_dropped;
       continue;
     }
-    Result<url::Url> u = url::Parse(r.href, base);
+    std::string_view href = r.href;
+    if (href.find("\xF4\x8F\xBE") != std::string_view::npos) {
+      restored.assign(href);
+      internal::RestoreC1(&restored);
+      href = restored;
+    }
+    Result<url::Url> u = url::Parse(href, base);
     if (!u.ok()) {
       if (room) ++page->invalid_links;
       continue;
@@ -565,9 +567,128 @@ void Extractor::ExtractInto(std::string_view body,
     if (r.kind == LinkKind::kCanonical && page->canonical.empty()) {
       page->canonical.assign(u->href());
     }
-    if (room)
-      page->links.push_back({std::string(u->href()), r.kind, r.nofollow});
+    if (room) out->push_back({std::string(u->href()), r.kind, r.nofollow});
   }
+}
+
+void ClearWalkOutput(Page* page) {
+  page->title.clear();
+  page->lang.clear();
+  page->text.clear();
+  page->meta_noindex = false;
+  page->meta_nofollow = false;
+}
+
+}  // namespace
+
+void Extractor::ExtractInto(std::string_view body,
+                            std::string_view content_type,
+                            const url::Url& document_url,
+                            std::string_view robots_token, Page* page) const {
+  page->base_url.clear();
+  page->canonical.clear();
+  page->links.clear();
+  page->other_links.clear();
+  page->charset.clear();
+  page->truncated = false;
+  page->invalid_links = 0;
+  page->cuts = ParseCuts();
+  ClearWalkOutput(page);
+
+  // Holds the UTF-8 text only when the body needed converting or repair;
+  // valid UTF-8 bodies are parsed in place.
+  std::string storage;
+  internal::Decoded decoded = internal::DecodeToUtf8(
+      body, content_type, options_.max_parse_bytes, &storage);
+  page->charset.assign(decoded.charset);
+  if (decoded.truncated) {
+    page->truncated = true;
+    page->cuts.bytes_cut = true;
+  }
+  robots_token = Trim(robots_token);
+
+  internal::PrescanLimits limits;
+  limits.max_attributes = options_.max_attributes_per_element;
+  limits.max_depth = options_.max_nesting_depth;
+  limits.max_elements = options_.max_elements;
+  limits.scripting = options_.scripting;
+  internal::NoscriptDecisions decisions;
+  internal::Prescan pre;
+  std::string rewritten;
+  Walked walked;
+  // Where the pre-pass guessed wrong which <noscript> tags the tree builder
+  // sees (inside <select>, foreign content, a frameset), Gumbo's tree says
+  // so, and the pass runs again with its decisions forced. One more parse
+  // settles nearly every page; a second is allowed on pages up to 1 MiB,
+  // so that the worst case stays within about three small parses or two
+  // large ones. A page still unsettled keeps the last parse (counted).
+  const int max_rounds = decoded.html.size() <= (size_t{1} << 20) ? 3 : 2;
+  ArenaRewind rewind(arena_.get());
+  for (int round = 0;; ++round) {
+    internal::RunPrescan(decoded.html, limits, decisions, &rewritten, &pre);
+    GumboOptions gopts = kGumboDefaultOptions;
+    // Gumbo copies the stack of open elements into every parse error it
+    // records: quadratic memory on deep markup. We never read the errors.
+    gopts.max_errors = 0;
+    gopts.allocator = &internal::GumboArena::GumboAllocate;
+    gopts.deallocator = &internal::GumboArena::GumboDeallocate;
+    gopts.userdata = arena_.get();
+    const GumboOutput* out =
+        gumbo_parse_with_options(&gopts, pre.html.data(), pre.html.size());
+    walked = Walked();
+    ClearWalkOutput(page);
+    Walk(out, pre.html, pre, options_, robots_token, page, &walked);
+    if (!options_.scripting) break;
+    std::sort(walked.confirmed.begin(), walked.confirmed.end());
+    std::sort(walked.missed.begin(), walked.missed.end());
+    if (walked.missed.empty() &&
+        walked.confirmed.size() == pre.noscript_in.size()) {
+      break;
+    }
+    if (round + 1 >= max_rounds) {
+      page->cuts.noscript_unsettled = true;
+      break;
+    }
+    ++page->cuts.noscript_reparses;
+    decisions.forced = true;
+    decisions.raw.clear();
+    std::merge(walked.confirmed.begin(), walked.confirmed.end(),
+               walked.missed.begin(), walked.missed.end(),
+               std::back_inserter(decisions.raw));
+    decisions.raw.erase(std::unique(decisions.raw.begin(), decisions.raw.end()),
+                        decisions.raw.end());
+    arena_->Reset();
+  }
+  if (pre.elements_cut) {
+    page->cuts.elements_cut = true;
+    page->truncated = true;
+  }
+  page->cuts.attributes_dropped = pre.attributes_dropped;
+  page->cuts.elements_flattened = pre.elements_flattened;
+
+  RepairUtf8(&page->text, options_.max_text_bytes);
+  RepairUtf8(&page->title, options_.max_text_bytes);
+  RepairUtf8(&page->lang, options_.max_text_bytes);
+
+  // The frozen base URL (HTML, "set the frozen base URL"): the first base
+  // element with an href, in tree order, wherever it is; ignored when its
+  // URL does not parse or is data: or javascript:. It applies to every
+  // link, including those before it in the tree.
+  const url::Url* doc = document_url.href().empty() ? nullptr : &document_url;
+  url::Url base_storage;
+  const url::Url* base = doc;
+  if (walked.have_base) {
+    Result<url::Url> b = url::Parse(walked.base_href, doc);
+    if (b.ok() && b->scheme() != "data" && b->scheme() != "javascript") {
+      base_storage = std::move(b).value();
+      base = &base_storage;
+    }
+  }
+  if (base != nullptr) page->base_url.assign(base->href());
+
+  page->links.reserve(std::min(walked.hyperlinks.size(), options_.max_links));
+  Resolve(walked.hyperlinks, base, options_.max_links, page, &page->links);
+  Resolve(walked.others, base, options_.max_links, page, &page->other_links);
 }
 
 RobotsDirectives ParseXRobotsTag(const std::vector<std::string_view>& values,
@@ -585,21 +706,22 @@ RobotsDirectives ParseXRobotsTag(const std::vector<std::string_view>& values,
       std::string_view agent = Trim(list.substr(0, colon));
       const bool valued = std::any_of(
           std::begin(kValued), std::end(kValued),
-          [&](std::string_view k) { return EqualsNoCase(agent, k); });
+          [&](std::string_view k) { return EqualsIgnoreCase(agent, k); });
       const bool is_agent =
           !valued && !agent.empty() &&
           agent.find_first_of(", \t") == std::string_view::npos;
       if (is_agent) {
-        if (!EqualsNoCase(agent, robots_token)) continue;  // another agent's
+        if (!EqualsIgnoreCase(agent, robots_token))
+          continue;  // another agent's
         list = list.substr(colon + 1);
       }
     }
     ForEachToken(list, ", \t", [&](std::string_view t) {
-      if (EqualsNoCase(t, "noindex")) {
+      if (EqualsIgnoreCase(t, "noindex")) {
         d.noindex = true;
-      } else if (EqualsNoCase(t, "nofollow")) {
+      } else if (EqualsIgnoreCase(t, "nofollow")) {
         d.nofollow = true;
-      } else if (EqualsNoCase(t, "none")) {
+      } else if (EqualsIgnoreCase(t, "none")) {
         d.noindex = d.nofollow = true;
       }
     });

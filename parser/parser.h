@@ -16,6 +16,26 @@
 //  - Meta robots after Google's documentation of the robots meta tag
 //    (comma-separated, case-insensitive directives; "none" = both).
 //
+// Links: Page::links is what a browser's document.links lists, resolved:
+// every a and area element of the HTML namespace with an href, in tree
+// order (duplicates kept, including the copies of an <a> that the tree
+// builder's "reconstruct the active formatting elements" makes), outside
+// template contents, resolved against the frozen base URL. The tree is the
+// one a browser with scripting enabled builds: <noscript> content is raw
+// text (Options::scripting). Other sources (link rel, meta refresh, frames,
+// SVG anchors) are Page::other_links, labelled by kind. The differential
+// corpus in tests/data/links (parse5 + WHATWG URL, tools/links_oracle)
+// checks this document by document; docs/LINKS.md says more.
+//
+// Bounds (Options, each cut counted in Page::cuts): Gumbo's tree building
+// costs O(depth) per tag and O(n^2) for n attributes on one element. A
+// linear pre-pass (prescan.h) therefore keeps at most
+// max_attributes_per_element attributes per element (the ones the parser
+// reads are always kept) and flattens grouping elements (div, span, b, ...)
+// nested deeper than max_nesting_depth: their content stays, one level up,
+// so no link is lost to depth. Bytes past max_parse_bytes, and elements
+// past max_elements, are not parsed.
+//
 // Deliberate deviations (tests carry the Crawld prefix):
 //  - Encoding sniffing order: BOM (it wins over the HTTP header, as in the
 //    Encoding Standard's "decode"), then the HTTP charset, then the <meta>
@@ -28,12 +48,12 @@
 //  - Legacy encodings other than windows-1252 are decoded with glibc iconv
 //    (e.g. shift_jis as CP932, euc-kr as CP949, gbk as GB18030), whose tables
 //    differ from the Encoding Standard's on a few code points.
-//  - Gumbo's tree building costs O(depth) per tag, so deeply nested hostile
-//    markup is quadratic. A linear pre-scan estimates the element depth and
-//    cuts the document where it would pass Options::max_nesting_depth
-//    (Page::truncated is set). Chromium caps its DOM depth similarly (512).
-//  - Links inside <template> are ignored (template content is inert);
-//    links inside <noscript> are kept, its text is not.
+//  - Past max_nesting_depth, grouping elements are left out of the tree
+//    (their content is kept): the tree differs from a browser's there, the
+//    links do not on any page we know of. Chromium caps its DOM depth at
+//    512 too, by attaching deeper elements to their ancestor.
+//  - Links inside <template> are ignored (template content is inert, as
+//    in a browser).
 #ifndef CRAWLD_PARSER_PARSER_H_
 #define CRAWLD_PARSER_PARSER_H_
 
@@ -43,6 +63,7 @@
 #include <string_view>
 #include <vector>
 
+#include "parser/sniff.h"  // IWYU pragma: export
 #include "url/url.h"
 
 namespace crawld::parser {
@@ -54,6 +75,10 @@ struct Options {
   bool extract_frames = true;
   // Collect Page::text (visible text for indexers).
   bool extract_text = true;
+  // Parse as a browser with scripting enabled (the common case): <noscript>
+  // content is raw text, so links inside it are not links. false parses it
+  // as markup, as a browser with JavaScript off does.
+  bool scripting = true;
 
   // --- Limits (hostile input) ---
 
@@ -63,12 +88,24 @@ struct Options {
   // Bytes of Page::text kept; cut on a UTF-8 boundary. Clamped to
   // [0, max_parse_bytes].
   size_t max_text_bytes = 1 << 20;
-  // Links kept per page (Page::links); the rest are dropped silently.
-  // Clamped to [1, 10'000'000].
+  // Links kept per page in each of Page::links and Page::other_links; the
+  // rest are counted in ParseCuts::links_dropped. Clamped to
+  // [1, 10'000'000].
   size_t max_links = 20000;
-  // Elements: estimated nesting depth beyond which the document is cut
-  // (see the file comment). Clamped to [16, 100'000].
+  // Estimated depth of open elements past which grouping elements are
+  // flattened (see the file comment). Clamped to [16, 100'000].
   size_t max_nesting_depth = 512;
+  // Start tags and comments parsed: the document is cut before the next
+  // one (Gumbo costs microseconds per node; a real page has a few
+  // thousand).
+  // Clamped to [1'000, 10'000'000].
+  size_t max_elements = 100000;
+  // Attributes kept on one element (Gumbo's duplicate check is quadratic);
+  // past it only the first of each attribute the parser reads (href, rel,
+  // src, name, content, ...) stays. Gumbo's cost is elements x this
+  // squared: 256 made a 4 MiB page of such elements cost 3 s. Clamped to
+  // [16, 100'000].
+  size_t max_attributes_per_element = 32;
 };
 
 enum class LinkKind {
@@ -80,6 +117,7 @@ enum class LinkKind {
   kRefresh,    // <meta http-equiv=refresh content="N; url=...">
   kFrame,      // <frame src>
   kIframe,     // <iframe src>
+  kSvgAnchor,  // <a href> / <a xlink:href> in SVG (not in document.links)
 };
 
 // Stable lower-case name of a kind ("anchor", "area", ...), for logs and
@@ -97,6 +135,30 @@ struct Link {
   bool nofollow = false;
 };
 
+// What the bounds (Options) cut from one page; all zero on normal pages.
+struct ParseCuts {
+  // Bytes past max_parse_bytes were not parsed.
+  bool bytes_cut = false;
+  // The document was cut at max_elements start tags.
+  bool elements_cut = false;
+  // Attributes dropped past max_attributes_per_element (and the attributes
+  // of end tags, which the tree builder ignores anyway).
+  size_t attributes_dropped = 0;
+  // Start tags flattened past max_nesting_depth.
+  size_t elements_flattened = 0;
+  // Links past max_links (both lists).
+  size_t links_dropped = 0;
+  // Extra parses to settle which <noscript> tags a browser sees (see
+  // prescan.h); noscript_unsettled if the last parse still disagreed.
+  size_t noscript_reparses = 0;
+  bool noscript_unsettled = false;
+
+  bool any() const {
+    return bytes_cut || elements_cut || attributes_dropped > 0 ||
+           elements_flattened > 0 || links_dropped > 0 || noscript_unsettled;
+  }
+};
+
 struct Page {
   // The effective base: the first <base href> in tree order (wherever it is),
   // resolved against the document URL; else the document URL.
@@ -112,9 +174,16 @@ struct Page {
   bool meta_noindex = false;
   // <meta name=robots|<agent> content=nofollow|none>.
   bool meta_nofollow = false;
-  // http(s) links in document order, at most Options::max_links. Duplicates
-  // are kept (the frontier dedupes).
+  // Hyperlinks: the http(s) URLs of HTML a/area hrefs in document order,
+  // as a browser lists them (see the file comment), at most
+  // Options::max_links. Duplicates are kept (the frontier dedupes). These
+  // are the links a crawler follows.
   std::vector<Link> links;
+  // Other outlinks, labelled by kind, in document order: <link rel=
+  // canonical|alternate|next>, meta refresh, frame/iframe src (with
+  // Options::extract_frames), SVG anchors. Not hyperlinks: a crawler
+  // decides whether to follow them.
+  std::vector<Link> other_links;
   // Visible text, ASCII whitespace collapsed to single spaces, block
   // boundaries as spaces; no script/style/template/noscript/title content.
   // Valid UTF-8. Empty unless Options::extract_text.
@@ -122,21 +191,17 @@ struct Page {
   // WHATWG name of the encoding used to decode, e.g. "utf-8",
   // "windows-1252", "shift_jis".
   std::string charset;
-  // The document was cut: longer than max_parse_bytes, or nested deeper than
-  // max_nesting_depth.
+  // The document was cut: longer than max_parse_bytes or max_elements
+  // (cuts.bytes_cut, cuts.elements_cut).
   bool truncated = false;
+  // What the bounds changed (counted by the worker).
+  ParseCuts cuts;
   // hrefs that did not resolve to a URL (counted, not fatal). Resolvable
   // hrefs with other schemes (mailto:, javascript:, data:, tel:) are dropped
   // without being counted.
   size_t invalid_links = 0;
 };
 
-// Extracts a Page from an HTML body.
-//
-// Immutable after construction; thread-compatible: Extract() may run
-// concurrently on any number of threads, as it keeps all per-call state on
-// the stack and in the result. Not tied to any event loop (it is CPU-bound:
-// callers with a loop should keep bodies within Options limits).
 // Page-level robots directives from HTTP X-Robots-Tag headers (Google's
 // documentation of the header): each value is a comma-separated list of
 // directives ("noindex, nofollow", "none"), optionally prefixed by a user
@@ -154,8 +219,16 @@ namespace internal {
 class GumboArena;
 }
 
-// Not thread-safe: a parse uses the Extractor's scratch memory, so each
-// thread keeps its own Extractor (a worker has one per loop).
+// Extracts a Page from an HTML body.
+//
+// Thread contract: one Extractor per thread. A parse uses the Extractor's
+// scratch memory (Gumbo's arena), so Extract/ExtractInto must not run on
+// the same Extractor from two threads at once; different Extractors share
+// nothing mutable (Gumbo keeps no global state, nor does this component)
+// and may parse at the same time on any threads, e.g. one per thread of a
+// libuv pool. An Extractor may move between threads between calls. Not tied
+// to any event loop: a parse is CPU-bound, and bounded by Options (see the
+// file comment), so a loop should hand it to a thread, not run it inline.
 class Extractor {
  public:
   // Clamps the options (see each field).

@@ -2,9 +2,12 @@
 
 #include <string.h>  // memmem (a GNU extension; linear time in glibc)
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
+
+#include "base/ascii.h"
 
 namespace crawld::robots::internal {
 namespace {
@@ -43,19 +46,12 @@ constexpr std::array<Kind, 256> MakeKinds() {
 
 constexpr std::array<Kind, 256> kKinds = MakeKinds();
 
-constexpr char kHex[] = "0123456789ABCDEF";
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+using ascii::HexValue;
 
 void AppendEncoded(unsigned char c, std::string* out) {
   out->push_back('%');
-  out->push_back(kHex[c >> 4]);
-  out->push_back(kHex[c & 0xF]);
+  out->push_back(ascii::HexDigitUpper(c >> 4));
+  out->push_back(ascii::HexDigitUpper(c));
 }
 
 // The one normal form shared by patterns and paths; only the three special
@@ -132,22 +128,60 @@ size_t Find(std::string_view hay, size_t from, std::string_view needle) {
   return static_cast<size_t>(static_cast<const char*>(hit) - hay.data());
 }
 
+// Sets the fields that follow from `p->text`.
+void Index(Pattern* p) {
+  p->anchored = !p->text.empty() && p->text.back() == '$';
+  std::string_view body(p->text);
+  if (p->anchored) body.remove_suffix(1);
+  const size_t star = body.find('*');
+  p->has_wildcard = star != std::string_view::npos;
+  p->prefix_len = p->has_wildcard ? star : body.size();
+  p->literal_len = body.size();
+  for (char c : body) {
+    if (c == '*') --p->literal_len;
+  }
+}
+
 }  // namespace
+
+std::string EscapePattern(std::string_view raw) {
+  // Most patterns have nothing to escape (Google's fast path too).
+  const bool plain = std::none_of(raw.begin(), raw.end(), [](char c) {
+    return c == '%' || static_cast<unsigned char>(c) >= 0x80;
+  });
+  if (plain) return std::string(raw);
+  std::string out;
+  out.reserve(raw.size() + 8);
+  const size_t n = raw.size();
+  for (size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(raw[i]);
+    if (c == '%' && i + 2 < n && ascii::IsHexDigit(raw[i + 1]) &&
+        ascii::IsHexDigit(raw[i + 2])) {
+      out.push_back('%');
+      out.push_back(ascii::ToUpper(raw[i + 1]));
+      out.push_back(ascii::ToUpper(raw[i + 2]));
+      i += 2;
+    } else if (c >= 0x80) {
+      AppendEncoded(c, &out);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
 
 Pattern Pattern::Compile(std::string_view raw) {
   Pattern p;
+  p.text = EscapePattern(raw);
+  Index(&p);
+  return p;
+}
+
+Pattern Pattern::CompileRfc(std::string_view raw) {
+  Pattern p;
   p.text.reserve(raw.size() + 8);
   Normalize(raw, /*is_pattern=*/true, &p.text);
-  p.anchored = !p.text.empty() && p.text.back() == '$';
-  std::string_view body(p.text);
-  if (p.anchored) body.remove_suffix(1);
-  const size_t star = body.find('*');
-  p.has_wildcard = star != std::string_view::npos;
-  p.prefix_len = p.has_wildcard ? star : body.size();
-  p.literal_len = body.size();
-  for (char c : body) {
-    if (c == '*') --p.literal_len;
-  }
+  Index(&p);
   return p;
 }
 

@@ -4,12 +4,14 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <initializer_list>
 #include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
 
+#include "base/ascii.h"
 #include "robots/pattern.h"
 
 namespace crawld::robots {
@@ -41,6 +43,8 @@ Options Sanitize(const Options& in) {
 
 enum class Key { kUserAgent, kAllow, kDisallow, kSitemap, kCrawlDelay, kOther };
 
+// Whitespace as Google strips it around keys and values (absl's ASCII
+// whitespace; CR and LF cannot occur inside a line).
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; }
 
 std::string_view Trim(std::string_view s) {
@@ -49,22 +53,7 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-char Lower(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (Lower(a[i]) != Lower(b[i])) return false;
-  }
-  return true;
-}
-
-bool IsAgentChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-         c == '-';
-}
+bool IsAgentChar(char c) { return ascii::IsAlpha(c) || c == '_' || c == '-'; }
 
 // The product token a user-agent value names: its leading run of
 // [a-zA-Z_-] ("Googlebot/2.1" -> "Googlebot"), as Google's robotstxt does.
@@ -74,27 +63,76 @@ std::string_view ExtractAgent(std::string_view value) {
   return value.substr(0, n);
 }
 
-Key Classify(std::string_view key, bool typos) {
-  auto is_any = [key](std::initializer_list<std::string_view> names) {
-    for (std::string_view name : names) {
-      if (EqualsIgnoreCase(key, name)) return true;
+// What a key means, and whether it was read by Google's leniency rather than
+// spelled as the RFC does.
+struct KeyKind {
+  Key key = Key::kOther;
+  bool lenient = false;
+};
+
+// Google's robots.cc GetKeyType with kAllowFrequentTypos: prefixes, tried in
+// this order. Sitemap and Crawl-delay, which decide no verdict, are matched
+// exactly so that "Sitemap https://x" (key "Sitemap https") is not a sitemap.
+KeyKind ClassifyLenient(std::string_view key) {
+  auto starts = [key](std::initializer_list<std::string_view> prefixes) {
+    for (std::string_view p : prefixes) {
+      if (ascii::StartsWithIgnoreCase(key, p)) return true;
     }
     return false;
   };
-  if (is_any({"user-agent"})) return Key::kUserAgent;
-  if (is_any({"allow"})) return Key::kAllow;
-  if (is_any({"disallow"})) return Key::kDisallow;
-  if (is_any({"sitemap"})) return Key::kSitemap;
-  if (is_any({"crawl-delay"})) return Key::kCrawlDelay;
-  if (typos) {
-    // The spellings Google's robotstxt accepts (kAllowFrequentTypos).
-    if (is_any({"useragent", "user agent"})) return Key::kUserAgent;
-    if (is_any({"dissallow", "dissalow", "disalow", "diasllow", "disallaw"})) {
-      return Key::kDisallow;
-    }
-    if (is_any({"site-map"})) return Key::kSitemap;
+  KeyKind k;
+  if (starts({"user-agent", "useragent", "user agent"})) {
+    k.key = Key::kUserAgent;
+    k.lenient = !ascii::EqualsIgnoreCase(key, "user-agent");
+  } else if (starts({"allow"})) {
+    k.key = Key::kAllow;
+    k.lenient = !ascii::EqualsIgnoreCase(key, "allow");
+  } else if (starts({"disallow", "dissallow", "dissalow", "disalow", "diasllow",
+                     "disallaw"})) {
+    k.key = Key::kDisallow;
+    k.lenient = !ascii::EqualsIgnoreCase(key, "disallow");
+  } else if (ascii::EqualsIgnoreCase(key, "sitemap") ||
+             ascii::EqualsIgnoreCase(key, "site-map")) {
+    k.key = Key::kSitemap;
+  } else if (ascii::EqualsIgnoreCase(key, "crawl-delay")) {
+    k.key = Key::kCrawlDelay;
   }
-  return Key::kOther;
+  return k;
+}
+
+// The RFC's spellings only (Options::accept_typos off).
+KeyKind ClassifyStrict(std::string_view key) {
+  KeyKind k;
+  if (ascii::EqualsIgnoreCase(key, "user-agent")) {
+    k.key = Key::kUserAgent;
+  } else if (ascii::EqualsIgnoreCase(key, "allow")) {
+    k.key = Key::kAllow;
+  } else if (ascii::EqualsIgnoreCase(key, "disallow")) {
+    k.key = Key::kDisallow;
+  } else if (ascii::EqualsIgnoreCase(key, "sitemap")) {
+    k.key = Key::kSitemap;
+  } else if (ascii::EqualsIgnoreCase(key, "crawl-delay")) {
+    k.key = Key::kCrawlDelay;
+  }
+  return k;
+}
+
+std::string_view KeyName(Key key) {
+  switch (key) {
+    case Key::kUserAgent:
+      return "User-agent";
+    case Key::kAllow:
+      return "Allow";
+    case Key::kDisallow:
+      return "Disallow";
+    case Key::kSitemap:
+      return "Sitemap";
+    case Key::kCrawlDelay:
+      return "Crawl-delay";
+    case Key::kOther:
+      break;
+  }
+  return "?";
 }
 
 // Decimal seconds: digits with an optional fraction. No sign, exponent,
@@ -142,22 +180,56 @@ bool Precedes(const internal::Pattern& a, bool a_allow,
   return a_allow && !b_allow;
 }
 
-bool IsRobotsTxt(std::string_view normal_path) {
+bool IsRobotsTxt(std::string_view path) {
   constexpr std::string_view kPath = "/robots.txt";
-  return normal_path.substr(0, kPath.size()) == kPath &&
-         (normal_path.size() == kPath.size() ||
-          normal_path[kPath.size()] == '?');
+  return path.substr(0, kPath.size()) == kPath &&
+         (path.size() == kPath.size() || path[kPath.size()] == '?');
+}
+
+// Google's "index.html" alias: for "/dir/index.html" (any "/index.htm..."
+// after the last "/"), the pattern "/dir/$"; empty when there is none.
+// `escaped` is the pattern as compiled (EscapePattern's output).
+std::string IndexAlias(std::string_view escaped) {
+  const size_t slash = escaped.rfind('/');
+  if (slash == std::string_view::npos ||
+      escaped.substr(slash).substr(0, 10) != "/index.htm") {
+    return {};
+  }
+  std::string alias(escaped.substr(0, slash + 1));
+  alias.push_back('$');
+  return alias;
 }
 
 }  // namespace
 
-// One pass over the lines; keeps the rules of every group that names us and
-// of every "*" group until the end tells which of the two applies.
+std::string PathFromUrl(std::string_view url) {
+  // A transcription of Google's GetPathParamsQuery (robots.cc), on views.
+  constexpr auto npos = std::string_view::npos;
+  size_t search_start = 0;
+  if (url.size() >= 2 && url[0] == '/' && url[1] == '/') search_start = 2;
+  const size_t early_path = url.find_first_of("/?;", search_start);
+  size_t protocol_end = url.find("://", search_start);
+  // "://" after the first "/", "?" or ";" does not end a scheme.
+  if (early_path < protocol_end) protocol_end = npos;
+  protocol_end = protocol_end == npos ? search_start : protocol_end + 3;
+  const size_t path_start = url.find_first_of("/?;", protocol_end);
+  if (path_start == npos) return "/";
+  const size_t hash = url.find('#', search_start);
+  if (hash < path_start) return "/";
+  const size_t path_end = hash == npos ? url.size() : hash;
+  std::string path;
+  if (url[path_start] != '/') path.push_back('/');
+  path.append(url.substr(path_start, path_end - path_start));
+  return path;
+}
+
+// One pass over the lines, following Google's RobotsMatcher: keeps the rules
+// of every group that names us and of every "*" group until the end tells
+// which of the two applies.
 class Rules::Parser {
  public:
   Parser(const Options& options, std::string_view product_token)
-      : options_(Sanitize(options)),
-        token_(ExtractAgent(Trim(product_token))) {}
+      : options_(Sanitize(options)), token_(product_token) {}
 
   void Run(std::string_view body) {
     bool cut_mid_line = false;
@@ -166,7 +238,12 @@ class Rules::Parser {
       cut_mid_line = next != '\n' && next != '\r';
       body = body.substr(0, options_.max_bytes);
     }
-    if (body.substr(0, kBom.size()) == kBom) body.remove_prefix(kBom.size());
+    // A BOM, or the part of one the body starts with, as Google skips it.
+    size_t bom = 0;
+    while (bom < kBom.size() && bom < body.size() && body[bom] == kBom[bom]) {
+      ++bom;
+    }
+    body.remove_prefix(bom);
     int line = 0;
     size_t i = 0;
     const size_t n = body.size();
@@ -183,10 +260,13 @@ class Rules::Parser {
       if (j < n && body[j] == '\r' && j + 1 < n && body[j + 1] == '\n') ++j;
       i = j + 1;
     }
+    EndGroup();
   }
 
   Rules Finish() && {
     out_.product_token_ = token_;
+    out_.rfc_matching_ = options_.rfc_matching;
+    out_.robots_txt_exempt_ = options_.rfc_matching;
     std::vector<Rule>* chosen = nullptr;
     if (ever_specific_) {
       out_.group_ = Group::kSpecific;
@@ -231,12 +311,17 @@ class Rules::Parser {
                          " bytes, cut");
       text = text.substr(0, options_.max_line_bytes);
     }
+    // Google reads a line as a C string: a NUL byte ends it.
+    if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+      Diagnose(line, "NUL byte, the rest of the line is ignored");
+      text = text.substr(0, nul);
+    }
     text = Trim(text.substr(0, text.find('#')));
     if (text.empty()) return;
 
     std::string_view key;
     std::string_view value;
-    Key kind = Key::kOther;
+    KeyKind kind;
     const size_t colon = text.find(':');
     if (colon != std::string_view::npos) {
       key = Trim(text.substr(0, colon));
@@ -245,29 +330,38 @@ class Rules::Parser {
         Diagnose(line, "no key before the colon, skipped");
         return;
       }
-      kind = Classify(key, options_.accept_typos);
+      kind = options_.accept_typos ? ClassifyLenient(key) : ClassifyStrict(key);
     } else {
-      // Google's leniency: "Disallow /x" for a known key and one value.
+      // Google's leniency: "Disallow /x", exactly two words, where only
+      // space and tab separate words.
       const size_t ws = text.find_first_of(" \t");
+      bool two_words = false;
       if (options_.accept_typos && ws != std::string_view::npos) {
-        key = text.substr(0, ws);
-        value = Trim(text.substr(ws));
-        kind = Classify(key, /*typos=*/true);
+        std::string_view rest = text.substr(ws);
+        rest.remove_prefix(
+            std::min(rest.find_first_not_of(" \t"), rest.size()));
+        two_words = rest.find_first_of(" \t") == std::string_view::npos;
+        key = Trim(text.substr(0, ws));
+        value = Trim(rest);
+        kind = ClassifyLenient(key);
       }
-      if (key.empty() || kind == Key::kOther ||
-          value.find_first_of(" \t") != std::string_view::npos) {
+      if (!two_words || kind.key == Key::kOther) {
         Diagnose(line, "no colon, skipped: \"" + Printable(text) + "\"");
         return;
       }
     }
+    if (kind.lenient) {
+      Diagnose(line, "key \"" + Printable(key) + "\" read as " +
+                         std::string(KeyName(kind.key)));
+    }
 
-    switch (kind) {
+    switch (kind.key) {
       case Key::kUserAgent:
         UserAgent(line, value);
         break;
       case Key::kAllow:
       case Key::kDisallow:
-        AllowOrDisallow(line, kind == Key::kAllow, value);
+        AllowOrDisallow(line, kind.key == Key::kAllow, value);
         break;
       case Key::kCrawlDelay:
         CrawlDelay(line, value);
@@ -287,9 +381,12 @@ class Rules::Parser {
     }
   }
 
+  // A group ends at the first User-agent line after an Allow or Disallow
+  // line (Google's seen_separator_), and at the end of the body.
+  void EndGroup() { cur_specific_ = cur_global_ = rule_seen_ = false; }
+
   void UserAgent(int line, std::string_view value) {
-    if (!in_agent_run_) cur_specific_ = cur_global_ = false;
-    in_agent_run_ = true;
+    if (rule_seen_) EndGroup();
     seen_agent_ = true;
     // Google reads "* anything" as "*" too.
     if (!value.empty() && value[0] == '*' &&
@@ -302,7 +399,7 @@ class Rules::Parser {
     if (agent.empty()) {
       Diagnose(line, "user-agent \"" + Printable(value) +
                          "\" is not a product token");
-    } else if (!token_.empty() && EqualsIgnoreCase(agent, token_)) {
+    } else if (!token_.empty() && ascii::EqualsIgnoreCase(agent, token_)) {
       cur_specific_ = ever_specific_ = true;
       specific_agents_.push_back(AgentLine(line, value));
     }
@@ -313,36 +410,47 @@ class Rules::Parser {
   }
 
   void AllowOrDisallow(int line, bool allow, std::string_view value) {
-    in_agent_run_ = false;
     if (!seen_agent_) {
       Diagnose(line, "rule before any user-agent line, ignored");
       return;
     }
+    rule_seen_ = true;
     // An empty pattern matches nothing ("Disallow:" allows all).
     if (value.empty()) return;
-    std::string fixed;
     if (value[0] != '/' && value[0] != '*') {
-      fixed = "/" + std::string(value);
-      Diagnose(line, "pattern does not start with \"/\" or \"*\", read as \"" +
-                         Printable(fixed) + "\"");
+      // Paths start with "/": Google's matcher never matches such a
+      // pattern (nor its index.html alias), so it is no rule.
+      Diagnose(line, "pattern \"" + Printable(value) +
+                         "\" starts with neither \"/\" nor \"*\": it never "
+                         "matches");
+      return;
     }
     if (!cur_specific_ && !cur_global_) return;  // not a group for us
     Rule rule;
-    rule.pattern = internal::Pattern::Compile(
-        fixed.empty() ? value : std::string_view(fixed));
+    rule.pattern = options_.rfc_matching ? internal::Pattern::CompileRfc(value)
+                                         : internal::Pattern::Compile(value);
     rule.allow = allow;
     rule.line = line;
     rule.text = (allow ? "Allow: " : "Disallow: ") + std::string(value);
-    if (cur_specific_ && cur_global_) global_.push_back(rule);
-    if (cur_specific_) {
-      specific_.push_back(std::move(rule));
-    } else {
-      global_.push_back(std::move(rule));
+    if (allow && !options_.rfc_matching) {
+      // Google's "index.html" alias: "/dir/index.html" allows "/dir/" too.
+      std::string alias = IndexAlias(rule.pattern.text);
+      if (!alias.empty()) {
+        Rule also = rule;
+        also.pattern = internal::Pattern::Compile(alias);
+        also.text += " (as " + alias + ")";
+        Keep(std::move(also));
+      }
     }
+    Keep(std::move(rule));
+  }
+
+  void Keep(Rule rule) {
+    // Rules of a group that names us and "*" are ours alone, as in Google's.
+    (cur_specific_ ? specific_ : global_).push_back(std::move(rule));
   }
 
   void CrawlDelay(int line, std::string_view value) {
-    in_agent_run_ = false;  // see "Crawl-delay" in robots.h
     if (!seen_agent_) {
       Diagnose(line, "crawl-delay before any user-agent line, ignored");
       return;
@@ -353,7 +461,7 @@ class Rules::Parser {
                          "\" is not a number of seconds, ignored");
       return;
     }
-    // Several values: the most polite one.
+    // Several values: the most polite one. For the agents named so far.
     auto keep = [&](std::optional<double>* slot) {
       *slot = slot->has_value() ? std::max(**slot, *delay) : *delay;
     };
@@ -372,7 +480,7 @@ class Rules::Parser {
   std::vector<std::string> specific_agents_;  // for Rules::group_agents()
   std::vector<std::string> global_agents_;
 
-  bool in_agent_run_ = false;  // the last group record was a user-agent line
+  bool rule_seen_ = false;     // an Allow/Disallow since the group began
   bool cur_specific_ = false;  // the current group names us
   bool cur_global_ = false;    // the current group is "*"
   bool seen_agent_ = false;
@@ -413,11 +521,11 @@ void Rules::AddDisallow(std::string_view pattern, std::string_view origin) {
   pattern = Trim(pattern);
   if (pattern.empty()) return;
   Rule rule;
-  if (pattern[0] != '/' && pattern[0] != '*') {
-    rule.pattern = internal::Pattern::Compile("/" + std::string(pattern));
-  } else {
-    rule.pattern = internal::Pattern::Compile(pattern);
-  }
+  std::string fixed;
+  if (pattern[0] != '/' && pattern[0] != '*') fixed = "/";
+  fixed += pattern;
+  rule.pattern = rfc_matching_ ? internal::Pattern::CompileRfc(fixed)
+                               : internal::Pattern::Compile(fixed);
   rule.from_override = true;
   rule.text = "Disallow: " + std::string(pattern);
   rule.origin = std::string(origin);
@@ -436,10 +544,29 @@ void Rules::AddRule(Rule rule) {
 const Rules::Rule* Rules::Decide(std::string_view path_and_query) const {
   if (rules_.empty()) return nullptr;  // AllowAll, or no group for us
   std::string scratch;
-  const std::string_view path =
-      internal::NormalizePath(path_and_query, &scratch);
-  // RFC 9309 2.2.2: /robots.txt is implicitly allowed.
-  if (IsRobotsTxt(path)) return nullptr;
+  std::string_view path;
+  if (rfc_matching_) {
+    path = internal::NormalizePath(path_and_query, &scratch);
+  } else {
+    // The path as Google's matcher sees it: a C string, no fragment,
+    // starting with "/". (memchr: find_first_of of a set is far slower.)
+    path = path_and_query;
+    for (const char stop : {'#', '\0'}) {
+      const void* at = std::memchr(path.data(), stop, path.size());
+      if (at != nullptr) {
+        path = path.substr(
+            0, static_cast<size_t>(static_cast<const char*>(at) - path.data()));
+      }
+    }
+    if (path.empty() || path[0] != '/') {
+      scratch.reserve(path.size() + 1);
+      scratch.push_back('/');
+      scratch.append(path);
+      path = scratch;
+    }
+  }
+  // RFC 9309 2.2.2: /robots.txt is implicitly allowed (not by Google's).
+  if (robots_txt_exempt_ && IsRobotsTxt(path)) return nullptr;
   for (const Rule& rule : rules_) {
     if (rule.pattern.Matches(path)) return &rule;
   }

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "base/json.h"
 #include "store/store.h"
 #include "store/warc_internal.h"
 
@@ -29,7 +30,14 @@ constexpr size_t kReadChunk = 256u << 10;
 constexpr size_t kMaxLimit = 100000;
 
 std::string Errno(const std::string& what) {
-  return what + ": " + strerror(errno);
+  const int e = errno;
+  std::string msg = what + ": " + strerror(e);
+  if (e == ENOSPC || e == EDQUOT) {
+    msg += " (disk full: free space, then resume the crawl)";
+  } else if (e == EROFS || e == EACCES || e == EPERM) {
+    msg += " (the directory is not writable)";
+  }
+  return msg;
 }
 
 std::string SegmentName(int worker, uint32_t segment) {
@@ -77,36 +85,24 @@ void SyncDir(const std::string& dir) {
 }
 
 std::string FormatFeedLine(const FeedEntry& e) {
-  std::string line = "{\"url\":";
-  internal::AppendJsonString(&line, e.url);
-  line.append(",\"warc\":");
-  internal::AppendJsonString(&line, e.warc_file);
-  line.append(",\"offset\":" + std::to_string(e.offset));
-  line.append(",\"length\":" + std::to_string(e.length));
-  line.append(",\"digest\":");
-  internal::AppendJsonString(&line, e.digest);
-  line.append(",\"status\":" + std::to_string(e.status));
-  line.append(",\"mime\":");
-  internal::AppendJsonString(&line, e.mime);
-  line.append(",\"time\":\"" + internal::FormatWarcDate(e.fetch_time_us) +
-              "\"");
-  line.append(",\"time_us\":" + std::to_string(e.fetch_time_us));
-  line.append(",\"flags\":[");
-  bool first = true;
-  for (auto [set, name] : {std::pair{e.flags.noindex, "\"noindex\""},
-                           std::pair{e.revisit, "\"revisit\""}}) {
-    if (!set) continue;
-    if (!first) line.push_back(',');
-    line.append(name);
-    first = false;
-  }
-  line.push_back(']');
+  // Compact JSON, members in this order (ordered_json).
+  Json flags = Json::array();
+  if (e.flags.noindex) flags.push_back("noindex");
+  if (e.revisit) flags.push_back("revisit");
+  Json line = {{"url", e.url},
+               {"warc", e.warc_file},
+               {"offset", e.offset},
+               {"length", e.length},
+               {"digest", e.digest},
+               {"status", e.status},
+               {"mime", e.mime},
+               {"time", internal::FormatWarcDate(e.fetch_time_us)},
+               {"time_us", e.fetch_time_us},
+               {"flags", std::move(flags)}};
   if (!e.flags.near_duplicate_of.empty()) {
-    line.append(",\"near_duplicate_of\":");
-    internal::AppendJsonString(&line, e.flags.near_duplicate_of);
+    line["near_duplicate_of"] = e.flags.near_duplicate_of;
   }
-  line.append("}\n");
-  return line;
+  return json::Dump(line) + "\n";
 }
 
 std::optional<FeedEntry> ParseFeedLine(std::string_view line) {
@@ -114,19 +110,16 @@ std::optional<FeedEntry> ParseFeedLine(std::string_view line) {
   if (!obj) return std::nullopt;
   FeedEntry e;
   auto str = [&](std::string_view key, std::string* out) {
-    auto it = obj->find(key);
-    if (it == obj->end()) return false;
-    const auto* s = std::get_if<std::string>(&it->second);
-    if (s == nullptr) return false;
-    *out = *s;
+    const Json* v = json::Find(*obj, key);
+    if (v == nullptr || !v->is_string()) return false;
+    *out = v->get<std::string>();
     return true;
   };
+  // ParseFlatJsonObject keeps integers within 18 digits.
   auto num = [&](std::string_view key) -> std::optional<int64_t> {
-    auto it = obj->find(key);
-    if (it == obj->end()) return std::nullopt;
-    const auto* i = std::get_if<int64_t>(&it->second);
-    if (i == nullptr) return std::nullopt;
-    return *i;
+    const Json* v = json::Find(*obj, key);
+    if (v == nullptr || !v->is_number_integer()) return std::nullopt;
+    return v->get<int64_t>();
   };
   auto offset = num("offset"), length = num("length"), status = num("status"),
        time_us = num("time_us");
@@ -139,10 +132,9 @@ std::optional<FeedEntry> ParseFeedLine(std::string_view line) {
   e.length = static_cast<uint64_t>(*length);
   e.status = static_cast<int>(*status);
   e.fetch_time_us = *time_us;
-  if (auto it = obj->find("flags"); it != obj->end()) {
-    const auto* flags = std::get_if<std::vector<std::string>>(&it->second);
-    if (flags == nullptr) return std::nullopt;
-    for (const std::string& f : *flags) {
+  if (const Json* flags = json::Find(*obj, "flags"); flags != nullptr) {
+    if (!flags->is_array()) return std::nullopt;
+    for (const Json& f : *flags) {
       if (f == "noindex") e.flags.noindex = true;
       if (f == "revisit") e.revisit = true;
     }
@@ -151,12 +143,12 @@ std::optional<FeedEntry> ParseFeedLine(std::string_view line) {
   return e;
 }
 
-Status WriteAllAt(int fd, std::string_view data, uint64_t at,
+Status WriteAllAt(Env* env, int fd, std::string_view data, uint64_t at,
                   const std::string& name) {
   size_t done = 0;
   while (done < data.size()) {
-    ssize_t w = ::pwrite(fd, data.data() + done, data.size() - done,
-                         static_cast<off_t>(at + done));
+    ssize_t w =
+        env->Pwrite(fd, data.data() + done, data.size() - done, at + done);
     if (w < 0) {
       if (errno == EINTR) continue;
       return Status::IOError(Errno("feed: write " + name));
@@ -178,19 +170,17 @@ class FeedWriter::Impl {
   explicit Impl(FeedOptions o) : opt_(std::move(o)) {
     opt_.worker_id = std::clamp(opt_.worker_id, 0, 99999);
     opt_.segment_bytes = std::max(opt_.segment_bytes, kMinSegmentBytes);
+    env_ = opt_.env != nullptr ? opt_.env : Env::Default();
   }
   ~Impl() {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) env_->Close(fd_);
     if (lock_fd_ >= 0) ::close(lock_fd_);
   }
 
   Status Init() {
     if (opt_.dir.empty()) return Status::InvalidArgument("feed: empty dir");
-    std::error_code ec;
-    std::filesystem::create_directories(opt_.dir, ec);
-    if (ec)
-      return Status::IOError("feed: cannot create " + opt_.dir + ": " +
-                             ec.message());
+    if (env_->CreateDirs(opt_.dir) != 0)
+      return Status::IOError(Errno("feed: cannot create " + opt_.dir));
     char lock_name[64];
     std::snprintf(lock_name, sizeof(lock_name), "/feed-%05d.lock",
                   opt_.worker_id);
@@ -217,9 +207,9 @@ class FeedWriter::Impl {
     }
     line_ = FormatFeedLine(entry);
     const uint64_t start = offset_;
-    Status s = WriteAllAt(fd_, line_, start, name_);
+    Status s = WriteAllAt(env_, fd_, line_, start, name_);
     if (!s.ok()) {
-      if (::ftruncate(fd_, static_cast<off_t>(start)) != 0) {
+      if (env_->Ftruncate(fd_, start) != 0) {
         // The segment may now end in a partial line; readers never return
         // it, and the next Open cuts it. Refuse to append after it.
         closed_ = true;
@@ -234,7 +224,7 @@ class FeedWriter::Impl {
 
   Status Flush() {
     if (fd_ < 0 || !opt_.fsync) return Status::Ok();
-    if (::fdatasync(fd_) != 0)
+    if (env_->Sync(fd_, true) != 0)
       return Status::IOError(Errno("feed: fdatasync " + name_));
     return Status::Ok();
   }
@@ -252,9 +242,9 @@ class FeedWriter::Impl {
  private:
   Status CloseFd(int fd, const std::string& name) const {
     Status result;
-    if (opt_.fsync && ::fsync(fd) != 0)
+    if (opt_.fsync && env_->Sync(fd, false) != 0)
       result = Status::IOError(Errno("feed: fsync " + name));
-    if (::close(fd) != 0 && result.ok())
+    if (env_->Close(fd) != 0 && result.ok())
       result = Status::IOError(Errno("feed: close " + name));
     return result;
   }
@@ -270,9 +260,8 @@ class FeedWriter::Impl {
       if (!kept.ok()) return kept.status();
       size = *kept;
     }
-    int fd =
-        ::open(path.c_str(),
-               O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0644);
+    int fd = env_->Open(
+        path, O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0644);
     if (fd < 0) return Status::IOError(Errno("feed: open " + path));
     if (create && opt_.fsync) SyncDir(opt_.dir);
     const int old_fd = fd_;
@@ -288,6 +277,7 @@ class FeedWriter::Impl {
   Status Rotate() { return OpenSegment(segment_ + 1, /*create=*/true); }
 
   FeedOptions opt_;
+  Env* env_;  // not owned
   int fd_ = -1;
   int lock_fd_ = -1;
   std::string name_;

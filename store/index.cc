@@ -3,14 +3,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
+#include "base/ascii.h"
+#include "base/json.h"
+#include "base/time.h"
 #include "store/store.h"
 #include "store/warc_internal.h"
 
@@ -18,19 +21,9 @@ namespace crawld::store {
 
 namespace {
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using ascii::HexValue;
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+std::string Lower(std::string_view s) { return ascii::ToLower(s); }
 
 // Decodes %XX until nothing changes, as the Google canonicalizer does, so
 // that "%2525" and "%" give the same key.
@@ -58,15 +51,14 @@ std::string UnescapeRepeatedly(std::string s) {
 // Escapes only what cannot stand in a URL key: controls, space, '#', '%'
 // and bytes >= 0x7F.
 std::string EscapeMinimal(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(s.size());
   for (char ch : s) {
     unsigned char c = static_cast<unsigned char>(ch);
     if (c <= 0x20 || c >= 0x7F || c == '#' || c == '%') {
       out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
+      out.push_back(ascii::HexDigitUpper(c >> 4));
+      out.push_back(ascii::HexDigitUpper(c));
     } else {
       out.push_back(ch);
     }
@@ -80,10 +72,10 @@ bool AllOf(std::string_view s, bool (*pred)(unsigned char)) {
   }
   return true;
 }
-bool IsAlnum(unsigned char c) { return std::isalnum(c) != 0; }
-bool IsAlpha(unsigned char c) { return std::isalpha(c) != 0; }
-bool IsDigit(unsigned char c) { return std::isdigit(c) != 0; }
-bool IsTokenChar(unsigned char c) { return std::isalnum(c) != 0 || c == '-'; }
+bool IsAlnum(unsigned char c) { return ascii::IsAlnum(static_cast<char>(c)); }
+bool IsAlpha(unsigned char c) { return ascii::IsAlpha(static_cast<char>(c)); }
+bool IsDigit(unsigned char c) { return ascii::IsDigit(static_cast<char>(c)); }
+bool IsTokenChar(unsigned char c) { return IsAlnum(c) || c == '-'; }
 
 // The query session ids the IA canonicalizer strips (surt's
 // URLRegexTransformer): name=value with a value of a fixed shape.
@@ -104,7 +96,7 @@ bool IsArg(std::string_view arg, std::string_view name,
            bool (*pred)(unsigned char)) {
   size_t eq = arg.find('=');
   return eq != std::string_view::npos &&
-         internal::EqualsIgnoreCase(arg.substr(0, eq), name) &&
+         ascii::EqualsIgnoreCase(arg.substr(0, eq), name) &&
          eq + 1 < arg.size() && AllOf(arg.substr(eq + 1), pred);
 }
 
@@ -169,8 +161,7 @@ std::string SurtHost(std::string host) {
   // "www.", "www2.", "www34." are dropped once (IA massageHost).
   if (host.compare(0, 3, "www") == 0) {
     size_t i = 3;
-    while (i < host.size() && std::isdigit(static_cast<unsigned char>(host[i])))
-      ++i;
+    while (i < host.size() && ascii::IsDigit(host[i])) ++i;
     if (i < host.size() && host[i] == '.' && i + 1 < host.size())
       host.erase(0, i + 1);
   }
@@ -187,15 +178,14 @@ std::string SurtHost(std::string host) {
 // The key is the first field of a space-separated line: whatever path
 // produced it, no space or control byte may stay in it.
 std::string EscapeControls(std::string s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(s.size());
   for (char ch : s) {
     unsigned char c = static_cast<unsigned char>(ch);
     if (c <= 0x20 || c == 0x7F) {
       out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
+      out.push_back(ascii::HexDigitUpper(c >> 4));
+      out.push_back(ascii::HexDigitUpper(c));
     } else {
       out.push_back(ch);
     }
@@ -295,9 +285,9 @@ std::string FormatCdxjLine(const CdxjEntry& e) {
   line.push_back(' ');
   line.append(e.timestamp);
   line.append(" {\"url\": ");
-  internal::AppendJsonString(&line, e.url);
+  json::AppendQuoted(&line, e.url);
   line.append(", \"mime\": ");
-  internal::AppendJsonString(&line, e.mime);
+  json::AppendQuoted(&line, e.mime);
   if (e.status > 0) {
     line.append(", \"status\": \"");
     line.append(std::to_string(e.status));
@@ -305,14 +295,14 @@ std::string FormatCdxjLine(const CdxjEntry& e) {
   }
   if (!e.digest.empty()) {
     line.append(", \"digest\": ");
-    internal::AppendJsonString(&line, e.digest);
+    json::AppendQuoted(&line, e.digest);
   }
   line.append(", \"length\": \"");
   line.append(std::to_string(e.length));
   line.append("\", \"offset\": \"");
   line.append(std::to_string(e.offset));
   line.append("\", \"filename\": ");
-  internal::AppendJsonString(&line, e.filename);
+  json::AppendQuoted(&line, e.filename);
   if (e.revisit || e.flags.noindex) {
     line.append(", \"flags\": [");
     bool first = true;
@@ -327,7 +317,7 @@ std::string FormatCdxjLine(const CdxjEntry& e) {
   }
   if (!e.flags.near_duplicate_of.empty()) {
     line.append(", \"near_duplicate_of\": ");
-    internal::AppendJsonString(&line, e.flags.near_duplicate_of);
+    json::AppendQuoted(&line, e.flags.near_duplicate_of);
   }
   line.append("}\n");
   return line;
@@ -336,23 +326,20 @@ std::string FormatCdxjLine(const CdxjEntry& e) {
 namespace {
 
 // A CDXJ number: pywb writes strings, other tools plain numbers.
-std::optional<uint64_t> NumberField(const internal::JsonObject& obj,
-                                    std::string_view key) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return std::nullopt;
-  if (const auto* i = std::get_if<int64_t>(&it->second))
-    return *i < 0 ? std::nullopt : std::optional<uint64_t>(*i);
-  const auto* s = std::get_if<std::string>(&it->second);
-  if (s == nullptr || s->empty() || s->size() > 19 || !AllOf(*s, IsDigit))
-    return std::nullopt;
-  return std::stoull(*s);
+std::optional<uint64_t> NumberField(const Json& obj, std::string_view key) {
+  const Json* v = json::Find(obj, key);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_number_unsigned()) return v->get<uint64_t>();
+  if (v->is_number_integer()) return std::nullopt;  // negative
+  if (!v->is_string()) return std::nullopt;
+  const std::string& s = v->get_ref<const std::string&>();
+  if (s.empty() || s.size() > 19 || !AllOf(s, IsDigit)) return std::nullopt;
+  return std::stoull(s);
 }
 
-std::string StringField(const internal::JsonObject& obj, std::string_view key) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return "";
-  const auto* s = std::get_if<std::string>(&it->second);
-  return s == nullptr ? "" : *s;
+std::string StringField(const Json& obj, std::string_view key) {
+  const Json* v = json::Find(obj, key);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
 }
 
 }  // namespace
@@ -385,11 +372,11 @@ Result<CdxjEntry> ParseCdxjLine(std::string_view line) {
     return Status::InvalidArgument("cdxj: length, offset and filename needed");
   e.length = *length;
   e.offset = *offset;
-  if (auto it = obj->find("flags"); it != obj->end()) {
-    const auto* flags = std::get_if<std::vector<std::string>>(&it->second);
-    if (flags == nullptr)
+  if (const Json* flags = json::Find(*obj, "flags"); flags != nullptr) {
+    // ParseFlatJsonObject allows only arrays of strings as arrays.
+    if (!flags->is_array())
       return Status::InvalidArgument("cdxj: flags is not a list");
-    for (const std::string& f : *flags) {
+    for (const Json& f : *flags) {
       if (f == "noindex") e.flags.noindex = true;
       if (f == "revisit") e.revisit = true;
     }
@@ -525,6 +512,57 @@ Result<uint64_t> TruncateToLastCompleteLine(const std::string& path) {
   }
   ::close(fd);
   return static_cast<uint64_t>(keep);
+}
+
+Result<RevisitOf> OriginalFromCdxj(const CdxjEntry& entry,
+                                   const std::string& warc_dir) {
+  if (entry.revisit || entry.mime == "warc/revisit")
+    return Status::InvalidArgument(
+        "cdxj: the line of " + entry.url +
+        " is a revisit; its record holds no payload (refer to its original)");
+  if (entry.digest.empty())
+    return Status::InvalidArgument("cdxj: the line of " + entry.url +
+                                   " has no payload digest");
+  const std::string& ts = entry.timestamp;
+  if (ts.size() != 14 || !std::all_of(ts.begin(), ts.end(), ascii::IsDigit))
+    return Status::InvalidArgument("cdxj: bad timestamp '" + ts + "'");
+  RevisitOf o;
+  o.profile = RevisitProfile::kIdenticalPayloadDigest;
+  o.target_uri = entry.url;
+  // pywb's form is the base32 value alone; take a labelled one as it is.
+  o.payload_digest = entry.digest.find(':') == std::string::npos
+                         ? "sha1:" + entry.digest
+                         : entry.digest;
+  // The line knows the second only; the record, if at hand, knows better.
+  o.date = ts.substr(0, 4) + "-" + ts.substr(4, 2) + "-" + ts.substr(6, 2) +
+           "T" + ts.substr(8, 2) + ":" + ts.substr(10, 2) + ":" +
+           ts.substr(12, 2) + "Z";
+  if (warc_dir.empty() || entry.filename.empty() ||
+      entry.filename.find('/') != std::string::npos)
+    return o;
+  const std::string path = warc_dir + "/" + entry.filename;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return o;  // not at hand
+  Result<Record> rec = ReadRecordAt(path, entry.offset, entry.length);
+  auto stale = [&](const std::string& why) {
+    return Status::Corruption("cdxj: " + path + " at " +
+                              std::to_string(entry.offset) + ": " + why +
+                              " (stale index?)");
+  };
+  if (!rec.ok()) return stale(rec.status().message());
+  if (rec->type() != "response") return stale("not a response record");
+  if (rec->Header("WARC-Target-URI") != entry.url)
+    return stale("the record is of " + rec->Header("WARC-Target-URI"));
+  // DigestMatches wants ours as "sha1:" + upper-case base32.
+  std::string ours = o.payload_digest;
+  for (char& c : ours) c = ascii::ToUpper(c);
+  if (ascii::StartsWithIgnoreCase(ours, "sha1:")) ours.replace(0, 5, "sha1:");
+  const auto same =
+      internal::DigestMatches(rec->Header("WARC-Payload-Digest"), ours);
+  if (!same || !*same) return stale("its payload digest differs");
+  o.record_id = rec->Header("WARC-Record-ID");
+  o.date = rec->Header("WARC-Date");
+  return o;
 }
 
 }  // namespace crawld::store

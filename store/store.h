@@ -19,8 +19,15 @@
 // - WARC-Date carries microseconds (WARC 1.1 allows a fraction of a second).
 // - The payload of a response is the bytes after the HTTP header block as
 //   received (transfer coding already removed by the fetcher, content coding
-//   intact). When the head is not parseable HTTP, WARC-Payload-Digest is
-//   omitted (WARC 1.1 section 5.9 makes it optional).
+//   intact).
+// - A record never misdescribes what arrived (issue 19): a response or
+//   revisit whose head is not an HTTP response head, or whose framing is
+//   invalid (differing or malformed Content-Length without a
+//   Transfer-Encoding to override it), is refused; a body shorter than its
+//   Content-Length is
+//   written with WARC-Truncated (the caller's reason, else "unspecified").
+//   docs/STORE.md, "Failed transfers", says what is recorded for each
+//   failure of a fetch.
 // - A request and its response are always written to the same file, so
 //   WARC-Concurrent-To never points into another file.
 // - CDXJ (pywb/OutbackCDX form, https://specs.webrecorder.net/cdxj/0.1.0/)
@@ -31,6 +38,8 @@
 //   is complete, so they never point at bytes that are not there.
 #ifndef CRAWLD_STORE_STORE_H_
 #define CRAWLD_STORE_STORE_H_
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <map>
@@ -45,6 +54,33 @@
 #include "base/status.h"
 
 namespace crawld::store {
+
+// The file operations the WARC, index and feed writers perform, so that a
+// test can make them fail (LevelDB's Env and its ErrorEnv are the model):
+// a disk that fills up part-way through a record, a read-only directory.
+// POSIX semantics: a failing call returns -1 and sets errno; Pwrite may
+// write fewer bytes than asked. Readers (WarcReader, FeedReader, recovery)
+// use the file system directly. An Env must outlive the writers using it.
+class Env {
+ public:
+  virtual ~Env() = default;
+  // open(2).
+  virtual int Open(const std::string& path, int flags, int mode) = 0;
+  // pwrite(2).
+  virtual ssize_t Pwrite(int fd, const void* data, size_t size,
+                         uint64_t offset) = 0;
+  // ftruncate(2).
+  virtual int Ftruncate(int fd, uint64_t size) = 0;
+  // fsync(2) or, with data_only, fdatasync(2).
+  virtual int Sync(int fd, bool data_only) = 0;
+  // close(2).
+  virtual int Close(int fd) = 0;
+  // mkdir -p with mode 0755: 0, or -1 with errno.
+  virtual int CreateDirs(const std::string& path) = 0;
+
+  // The POSIX implementation. Never destroyed; safe from any thread.
+  static Env* Default();
+};
 
 struct Options {
   // --- Behaviour ---
@@ -95,6 +131,12 @@ struct Options {
   // WriteConversion() writes `conversion` records only when this is true
   // (the extracted text roughly doubles the text share of the archive).
   bool conversion_records = false;
+
+  // --- Seams ---
+
+  // File operations of the WARC, CDXJ and feed writers; nullptr =
+  // Env::Default(). Not owned; must outlive the writer.
+  Env* env = nullptr;
 };
 
 // Index facts the writer cannot see in the bytes it stores. They go into
@@ -117,6 +159,13 @@ struct RecordRef {
 
 // One HTTP exchange as the fetcher saw it. The writer does not take
 // ownership of anything; `body` must stay valid during the call.
+//
+// REQUIRES (else InvalidArgument, nothing written): response_head is an
+// HTTP response head (status line, fields, blank line) whose framing is
+// valid: Content-Length values all equal and 1*DIGIT unless a
+// Transfer-Encoding overrides them (RFC 9112 6.3; statuses without a body,
+// 1xx 204 304, are not judged); no CR, LF or NUL in target_uri, ip or
+// truncated.
 struct FetchRecord {
   std::string target_uri;
   // WARC-IP-Address (empty: header omitted).
@@ -129,7 +178,10 @@ struct FetchRecord {
   std::string response_head;
   // Raw payload bytes as received (content coding intact); null = empty.
   const DocBuffer* body = nullptr;
-  // "" or the WARC-Truncated reason: "length", "time", "disconnect".
+  // "" or the WARC-Truncated reason: "length", "time", "disconnect",
+  // "unspecified". A body shorter than the head's Content-Length is
+  // written with "unspecified" when this is empty: a cut body never goes
+  // out as complete.
   std::string truncated;
 
   // For the CDXJ index and the feed only (the WARC keeps the raw head).
@@ -144,7 +196,50 @@ struct FetchRecord {
 struct WrittenExchange {
   RecordRef request;
   RecordRef response;
-  // "sha1:<BASE32>" of the payload; empty when the head was not HTTP.
+  // "sha1:<BASE32>" of the payload.
+  std::string payload_digest;
+};
+
+// Where a revisit and its request went.
+struct WrittenRevisit {
+  RecordRef revisit;
+  // The request record; empty (record_id "") when there was no request
+  // head to write.
+  RecordRef request;
+};
+
+// The two revisit profiles of WARC 1.1 section 6.7.
+enum class RevisitProfile {
+  // 6.7.2: the payload's digest equals an earlier capture's. The block is
+  // the response head only, with WARC-Truncated: length.
+  kIdenticalPayloadDigest,
+  // 6.7.3: the server said the content did not change (a 304 Not
+  // Modified). The block is the 304 response (a head, no body).
+  kServerNotModified,
+};
+
+// The earlier capture a revisit refers to.
+//
+// From a record of this crawl (a RecordRef and the record read back) all
+// fields are known. From the CDXJ index of an earlier crawl a line gives
+// the URL, the 14-digit timestamp (seconds only), the payload digest and
+// the WARC file, offset and length, but not the record id or the exact
+// WARC-Date: OriginalFromCdxj() reads them from the WARC when the file is
+// at hand, and otherwise leaves record_id empty and `date` to the second.
+struct RevisitOf {
+  RevisitProfile profile = RevisitProfile::kIdenticalPayloadDigest;
+  // WARC-Refers-To: the original's WARC-Record-ID ("<urn:...>"); "" when
+  // unknown (the field is then left out: WARC 1.1 only recommends it).
+  std::string record_id;
+  // WARC-Refers-To-Target-URI: the original's WARC-Target-URI. Required.
+  std::string target_uri;
+  // WARC-Refers-To-Date: the original's WARC-Date as it was written
+  // (W3C-ISO8601, e.g. Iso8601Micros(time) from base/time.h); "" when
+  // unknown (left out).
+  std::string date;
+  // WARC-Payload-Digest: the original's payload digest ("sha1:<BASE32>").
+  // Required for kIdenticalPayloadDigest; for kServerNotModified the last
+  // capture's digest when known (indexers find the original by it).
   std::string payload_digest;
 };
 
@@ -153,16 +248,31 @@ struct WrittenExchange {
 //
 // Failure model: when a write fails (disk full, EFBIG, EIO) the file is
 // truncated back to where the failed call started, so it still ends at its
-// last complete record, and IOError is returned; the writer stays usable.
-// With Options::index_dir, the CDXJ line and the feed entry of a response or
-// revisit are written after its record and cut back with it on failure.
-// If even that truncation fails, the writer refuses further writes.
+// last complete record, and IOError is returned (the message names the
+// file and the cause, e.g. "No space left on device"); the writer stays
+// usable, and once space is freed the next write succeeds (in the same
+// file, or in the next if a rotation was due). With Options::index_dir,
+// the CDXJ line and the feed entry of a response or revisit are written
+// after its record and cut back with it on failure, so the WARC, the index
+// and the feed always agree. If even that truncation fails, the writer
+// refuses further writes with FailedPrecondition.
+//
+// What a caller does with each Status of a write:
+//   InvalidArgument     this record was refused (bad input, e.g. a head
+//                       that is not HTTP); nothing was written; go on
+//   ResourceExhausted   over max_record_bytes; nothing written; go on
+//   IOError             nothing of this record was kept; the disk is full
+//                       or failing: stop fetching, keep the URL for later
+//   FailedPrecondition  closed, or broken after a failed rollback: stop
 class WarcWriter {
  public:
   // Creates `options.dir`, opens the first file and writes its warcinfo
   // record. Options are clamped (see their comments).
   // Returns InvalidArgument for an empty dir or a prefix with '/', IOError
-  // when the directory or file cannot be created or written.
+  // when the directory or file cannot be created or written (a read-only
+  // directory or file system, a full disk: the message names the path and
+  // the cause), FailedPrecondition when another writer holds the feed of
+  // this worker.
   [[nodiscard]] static Result<std::unique_ptr<WarcWriter>> Open(
       const Options& options);
 
@@ -181,12 +291,28 @@ class WarcWriter {
   [[nodiscard]] Result<WrittenExchange> WriteExchange(
       const FetchRecord& record);
 
-  // Writes a `revisit` record with the identical-payload-digest profile:
-  // block = record.response_head only (record.body is ignored), with
-  // WARC-Refers-To, WARC-Refers-To-Target-URI, WARC-Refers-To-Date and
-  // WARC-Payload-Digest = `payload_digest` (as returned by WriteExchange).
-  // Errors as for WriteExchange.
-  // REQUIRES: refers_to_record_id is a "<urn:...>" id of an earlier record.
+  // Writes a `revisit` record (WARC 1.1 section 6.7) about the fetch
+  // `record` referring to `original`, then, when record.request_head is
+  // not empty, its `request` record (each naming the other in
+  // WARC-Concurrent-To, both in one file, as for WriteExchange). The block
+  // is record.response_head; record.body is ignored. Profile:
+  // - kIdenticalPayloadDigest: WARC-Truncated: length (the payload left
+  //   out, 6.7.2 "shall"), WARC-Payload-Digest = original.payload_digest.
+  // - kServerNotModified: the head must be a 304's; WARC-Payload-Digest
+  //   when original.payload_digest is given.
+  // Then WARC-Refers-To (when known), WARC-Refers-To-Target-URI and
+  // WARC-Refers-To-Date (when known). The CDXJ line (mime warc/revisit,
+  // digest = the original's) and the feed entry follow as for a response.
+  // Errors as for WriteExchange; InvalidArgument also for a missing
+  // target_uri or (identical-payload-digest) payload_digest, a record_id
+  // that is not "<scheme:...>", a date that is not a WARC-Date, or a
+  // not-modified head that is not a 304.
+  [[nodiscard]] Result<WrittenRevisit> WriteRevisit(const FetchRecord& record,
+                                                    const RevisitOf& original);
+
+  // Shorthand: the identical-payload-digest revisit of a record of this
+  // crawl, refers_to_time_us being its WARC-Date (epoch microseconds).
+  // Returns where the revisit went (its request, if any, follows it).
   [[nodiscard]] Result<RecordRef> WriteRevisit(
       const FetchRecord& record, const std::string& refers_to_record_id,
       const std::string& refers_to_uri, int64_t refers_to_time_us,
@@ -366,6 +492,36 @@ struct VerifyReport {
 [[nodiscard]] std::string OutlinksMetadataBlock(
     const std::vector<std::string>& links);
 
+// What a worker writes about a page in its `metadata` record: the
+// page-level robots flags indexers must honour, the near-duplicate it
+// resembles, its canonical URL, and its outlinks (with rel=nofollow).
+struct PageMetadata {
+  bool noindex = false;
+  bool nofollow = false;
+  std::string near_duplicate_of;
+  std::string canonical;
+  struct Outlink {
+    std::string url;
+    bool nofollow = false;
+  };
+  std::vector<Outlink> outlinks;
+};
+
+// The application/warc-fields block of a page's metadata record:
+//   robots: noindex          (when set)
+//   robots: nofollow         (when set)
+//   near-duplicate-of: <url> (when set)
+//   canonical: <url>         (when set)
+//   outlink: <url>[ nofollow] (one per outlink, in document order)
+// each line ending in CRLF. A value holding CR, LF or NUL is left out: it
+// would forge a field. An outlink URL holds no space (URLs are serialized
+// percent-encoded), so " nofollow" is unambiguous.
+[[nodiscard]] std::string PageMetadataBlock(const PageMetadata& page);
+
+// The reverse of PageMetadataBlock(), for recovery: unknown fields and
+// malformed lines are skipped.
+[[nodiscard]] PageMetadata ParsePageMetadataBlock(std::string_view block);
+
 // Cuts a line-oriented file (CDXJ, feed segment) after its last '\n',
 // dropping a line half-written by a crash. Returns the new size. IOError
 // when the file cannot be read or truncated.
@@ -426,6 +582,21 @@ struct CdxjEntry {
 [[nodiscard]] Result<std::vector<CdxjEntry>> LookupCdxj(const std::string& path,
                                                         std::string_view url);
 
+// The identical-payload-digest original described by a CDXJ line of an
+// earlier crawl (issue 17: dedupe against earlier crawls). From the line
+// alone: target_uri = url, payload_digest = "sha1:" + digest, date = the
+// timestamp to the second ("2024-01-02T03:04:05Z"). When the line's WARC
+// is readable as <warc_dir>/<filename>, the record at its offset and
+// length is read and, if it is a response whose WARC-Target-URI and
+// WARC-Payload-Digest match the line, its WARC-Record-ID and exact
+// WARC-Date are used; an unreadable file leaves them as above.
+// Errors: InvalidArgument for a revisit line (its record holds no payload:
+// refer to its original instead) or one without a digest; Corruption when
+// the record at the line's position is not the one the line describes
+// (the index is stale).
+[[nodiscard]] Result<RevisitOf> OriginalFromCdxj(const CdxjEntry& entry,
+                                                 const std::string& warc_dir);
+
 // ---------------------------------------------------------------------------
 // Document feed
 // ---------------------------------------------------------------------------
@@ -457,6 +628,8 @@ struct FeedOptions {
   uint64_t segment_bytes = 64ull << 20;
   // fsync a segment when leaving it and at Close(); Flush() fdatasyncs.
   bool fsync = true;
+  // File operations for writing; nullptr = Env::Default(). Not owned.
+  Env* env = nullptr;
 };
 
 // Appends entries to one worker's feed. Owned by one loop; not

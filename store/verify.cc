@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <functional>
 #include <unordered_set>
 
+#include "base/ascii.h"
 #include "store/store.h"
 #include "store/warc_internal.h"
 
@@ -13,9 +15,49 @@ namespace crawld::store {
 
 namespace {
 
-bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() &&
-         internal::EqualsIgnoreCase(s.substr(0, prefix.size()), prefix);
+using ascii::StartsWithIgnoreCase;
+
+// The revisit profiles of WARC 1.0 and 1.1 (section 6.7).
+bool IsIdenticalPayloadProfile(std::string_view p) {
+  return p == "http://netpreserve.org/warc/1.1/revisit/"
+              "identical-payload-digest" ||
+         p ==
+             "http://netpreserve.org/warc/1.0/revisit/identical-payload-digest";
+}
+bool IsNotModifiedProfile(std::string_view p) {
+  return p == "http://netpreserve.org/warc/1.1/revisit/server-not-modified" ||
+         p == "http://netpreserve.org/warc/1.0/revisit/server-not-modified";
+}
+
+// Checks the HTTP message in the block of a response or revisit record
+// (issue 19: a record must not misdescribe what arrived).
+void CheckHttpResponseBlock(
+    const Record& r, const std::string& type,
+    const std::function<void(const std::string&)>& defect) {
+  auto head = internal::HttpHeadLength(r.block, true);
+  if (!head) {
+    defect(type +
+           " record whose block is not an HTTP response (no status "
+           "line and header block)");
+    return;
+  }
+  const internal::HeadFraming framing =
+      internal::ParseHeadFraming(std::string_view(r.block).substr(0, *head));
+  if (!framing.error.empty()) {
+    defect(type +
+           " record of a response with invalid framing: " + framing.error);
+    return;
+  }
+  if (type != "response" || framing.bodyless || framing.transfer_coded ||
+      !framing.content_length)
+    return;
+  const uint64_t payload = r.block.size() - *head;
+  if (payload < *framing.content_length && r.Header("WARC-Truncated").empty()) {
+    defect("response payload of " + std::to_string(payload) +
+           " bytes is shorter than its Content-Length " +
+           std::to_string(*framing.content_length) +
+           " without WARC-Truncated (WARC 1.1 section 6.3.2)");
+  }
 }
 
 // WARC 1.1 section 5.2: "<" uri ">", the uri having a scheme.
@@ -57,6 +99,40 @@ void CheckRecord(const Record& r, bool first,
     defect(type + " record without WARC-Target-URI");
   if (type == "revisit" && r.Header("WARC-Profile").empty())
     defect("revisit record without WARC-Profile");
+  const bool http_block =
+      StartsWithIgnoreCase(r.Header("Content-Type"), "application/http");
+  auto warn = [&](const std::string& what) {
+    report->warnings.push_back(at + what);
+  };
+  if (http_block &&
+      (type == "response" || (type == "revisit" && !r.block.empty())))
+    CheckHttpResponseBlock(r, type, defect);
+  if (type == "revisit") {
+    const std::string profile = r.Header("WARC-Profile");
+    if (IsIdenticalPayloadProfile(profile)) {
+      if (r.Header("WARC-Payload-Digest").empty())
+        defect(
+            "identical-payload-digest revisit without WARC-Payload-Digest "
+            "(WARC 1.1 section 6.7.2)");
+      if (!r.block.empty() && r.Header("WARC-Truncated") != "length")
+        warn(
+            "identical-payload-digest revisit with a block but without "
+            "WARC-Truncated: length (WARC 1.1 section 6.7.2)");
+    } else if (!IsNotModifiedProfile(profile) && !profile.empty()) {
+      warn("revisit with an unknown WARC-Profile '" + profile +
+           "': its block cannot be interpreted");
+    }
+    const std::string refers_to = r.Header("WARC-Refers-To");
+    if (!refers_to.empty() && !IsRecordId(refers_to))
+      defect("malformed WARC-Refers-To '" + refers_to + "'");
+    const std::string refers_date = r.Header("WARC-Refers-To-Date");
+    if (!refers_date.empty() && !internal::IsWarcDate(refers_date))
+      defect("malformed WARC-Refers-To-Date '" + refers_date + "'");
+    if (refers_to.empty() && r.Header("WARC-Refers-To-Target-URI").empty())
+      warn(
+          "revisit naming neither WARC-Refers-To nor "
+          "WARC-Refers-To-Target-URI: its original cannot be found");
+  }
 
   const std::string block_digest = r.Header("WARC-Block-Digest");
   if (!block_digest.empty()) {
@@ -75,7 +151,7 @@ void CheckRecord(const Record& r, bool first,
   if (!payload_digest.empty() && type != "revisit") {
     std::string_view payload = r.block;
     bool judge = true;
-    if (StartsWithIgnoreCase(r.Header("Content-Type"), "application/http")) {
+    if (http_block) {
       auto head = internal::HttpHeadLength(r.block, type != "request");
       if (head) {
         payload.remove_prefix(*head);
@@ -97,7 +173,7 @@ void CheckRecord(const Record& r, bool first,
     }
   }
   for (const auto& [name, value] : r.fields) {
-    if (internal::EqualsIgnoreCase(name, "WARC-Concurrent-To"))
+    if (ascii::EqualsIgnoreCase(name, "WARC-Concurrent-To"))
       concurrent->emplace_back(r.offset, value);
   }
 }

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/ascii.h"
+#include "base/time.h"
 #include "store/store.h"
 
 namespace crawld::store {
@@ -60,13 +62,7 @@ std::optional<std::string> HexToBase32(std::string_view hex) {
   if (hex.size() != 40) return std::nullopt;
   std::string bytes;
   for (size_t i = 0; i < 40; i += 2) {
-    auto nibble = [](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      return -1;
-    };
-    int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
+    const int hi = ascii::HexValue(hex[i]), lo = ascii::HexValue(hex[i + 1]);
     if (hi < 0 || lo < 0) return std::nullopt;
     bytes.push_back(static_cast<char>(hi * 16 + lo));
   }
@@ -82,48 +78,32 @@ std::optional<bool> DigestMatches(std::string_view declared,
     declared.remove_suffix(1);
   size_t colon = declared.find(':');
   if (colon == std::string_view::npos) return std::nullopt;
-  if (!EqualsIgnoreCase(declared.substr(0, colon), "sha1")) return std::nullopt;
+  if (!ascii::EqualsIgnoreCase(declared.substr(0, colon), "sha1"))
+    return std::nullopt;
   std::string_view value = declared.substr(colon + 1);
   std::string_view ours = computed.substr(5);  // after "sha1:"
   if (value.size() == 32) {
     // Base32 is case-insensitive in practice (some tools write lower case).
-    return EqualsIgnoreCase(value, ours);
+    return ascii::EqualsIgnoreCase(value, ours);
   }
   if (auto b32 = HexToBase32(value)) return *b32 == ours;
   return std::nullopt;
 }
 
-std::string FormatWarcDate(int64_t time_us) {
-  int64_t secs = time_us / 1000000;
-  int64_t frac = time_us % 1000000;
-  if (frac < 0) {  // floor for times before 1970
-    frac += 1000000;
-    secs -= 1;
-  }
-  time_t t = static_cast<time_t>(secs);
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
-                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                tm.tm_min, tm.tm_sec, static_cast<int>(frac));
-  return buf;
-}
+std::string FormatWarcDate(int64_t time_us) { return Iso8601Micros(time_us); }
 
 bool IsWarcDate(std::string_view v) {
   // YYYY-MM-DDThh:mm:ss
   static constexpr std::string_view kShape = "dddd-dd-ddTdd:dd:dd";
   if (v.size() < kShape.size() + 1) return false;
   for (size_t i = 0; i < kShape.size(); ++i) {
-    if (kShape[i] == 'd' ? !std::isdigit(static_cast<unsigned char>(v[i]))
-                         : v[i] != kShape[i])
+    if (kShape[i] == 'd' ? !ascii::IsDigit(v[i]) : v[i] != kShape[i])
       return false;
   }
   std::string_view rest = v.substr(kShape.size());
   if (rest.front() == '.') {
     size_t n = 1;
-    while (n < rest.size() && std::isdigit(static_cast<unsigned char>(rest[n])))
-      ++n;
+    while (n < rest.size() && ascii::IsDigit(rest[n])) ++n;
     if (n == 1 || n > 10) return false;
     rest.remove_prefix(n);
   }
@@ -133,8 +113,7 @@ bool IsWarcDate(std::string_view v) {
 namespace {
 
 bool IsHttpVersion(std::string_view v) {
-  return v.size() >= 6 && v.substr(0, 5) == "HTTP/" &&
-         std::isdigit(static_cast<unsigned char>(v[5]));
+  return v.size() >= 6 && v.substr(0, 5) == "HTTP/" && ascii::IsDigit(v[5]);
 }
 
 bool IsToken(std::string_view v) {
@@ -160,7 +139,7 @@ std::optional<size_t> HttpHeadLength(std::string_view block, bool response) {
     std::string_view code = line.substr(sp + 1, 3);
     if (code.size() != 3) return std::nullopt;
     for (char c : code) {
-      if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+      if (!ascii::IsDigit(c)) return std::nullopt;
     }
     if (line.size() > sp + 4 && line[sp + 4] != ' ') return std::nullopt;
   } else {
@@ -191,20 +170,75 @@ int HttpStatus(std::string_view head) {
     return -1;
   int code = 0;
   for (size_t i = sp + 1; i < sp + 4; ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(line[i]))) return -1;
+    if (!ascii::IsDigit(line[i])) return -1;
     code = code * 10 + (line[i] - '0');
   }
   return code;
 }
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
+HeadFraming ParseHeadFraming(std::string_view head) {
+  HeadFraming f;
+  f.status = HttpStatus(head);
+  f.bodyless =
+      f.status >= 100 && (f.status < 200 || f.status == 204 || f.status == 304);
+  bool lengths_bad = false;
+  std::string bad;
+  size_t pos = head.find('\n');
+  while (pos != std::string_view::npos && pos + 1 < head.size()) {
+    const size_t start = pos + 1;
+    const size_t end = head.find('\n', start);
+    std::string_view line = head.substr(start, end == std::string_view::npos
+                                                   ? std::string_view::npos
+                                                   : end - start);
+    pos = end;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) break;
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos || ascii::IsHttpSpace(line[0]))
+      continue;  // not a field line (obs-fold continuations carry no length)
+    const std::string_view name = line.substr(0, colon);
+    std::string_view value = line.substr(colon + 1);
+    const bool is_length = ascii::EqualsIgnoreCase(name, "Content-Length");
+    const bool is_coding = ascii::EqualsIgnoreCase(name, "Transfer-Encoding");
+    if (!is_length && !is_coding) continue;
+    // RFC 9110 5.6.1: comma-separated list elements.
+    while (true) {
+      const size_t comma = value.find(',');
+      const std::string_view item =
+          ascii::TrimHttpSpace(value.substr(0, comma));
+      if (is_coding) {
+        if (!item.empty() && !ascii::EqualsIgnoreCase(item, "identity"))
+          f.transfer_coded = true;
+      } else {
+        uint64_t n = 0;
+        bool digits = !item.empty() && item.size() <= 18;
+        for (char c : item) {
+          digits = digits && ascii::IsDigit(c);
+          if (digits) n = n * 10 + static_cast<uint64_t>(c - '0');
+        }
+        if (!digits) {
+          lengths_bad = true;
+          bad = "invalid Content-Length '" + std::string(item.substr(0, 40)) +
+                "'";
+        } else if (f.content_length && *f.content_length != n) {
+          lengths_bad = true;
+          bad = "Content-Length values " + std::to_string(*f.content_length) +
+                " and " + std::to_string(n) + " differ";
+        } else if (!lengths_bad) {
+          f.content_length = n;
+        }
+      }
+      if (comma == std::string_view::npos) break;
+      value.remove_prefix(comma + 1);
+    }
   }
-  return true;
+  if (lengths_bad) f.content_length.reset();
+  if (f.bodyless) return f;
+  // With Transfer-Encoding, the Content-Length is overridden (RFC 9112 6.3
+  // item 3): it neither frames nor invalidates the body.
+  if (lengths_bad && !f.transfer_coded)
+    f.error = bad + " (RFC 9112 section 6.3)";
+  return f;
 }
 
 }  // namespace internal
@@ -212,9 +246,9 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 bool FieldNameLess::operator()(std::string_view a, std::string_view b) const {
   size_t n = std::min(a.size(), b.size());
   for (size_t i = 0; i < n; ++i) {
-    int ca = std::tolower(static_cast<unsigned char>(a[i]));
-    int cb = std::tolower(static_cast<unsigned char>(b[i]));
-    if (ca != cb) return ca < cb;
+    const char ca = ascii::ToLower(a[i]), cb = ascii::ToLower(b[i]);
+    if (ca != cb)
+      return static_cast<unsigned char>(ca) < static_cast<unsigned char>(cb);
   }
   return a.size() < b.size();
 }
@@ -248,273 +282,40 @@ std::string HttpMimeType(std::string_view head) {
     if (line.empty()) break;
     size_t colon = line.find(':');
     if (colon != std::string_view::npos &&
-        EqualsIgnoreCase(line.substr(0, colon), "content-type")) {
+        ascii::EqualsIgnoreCase(line.substr(0, colon), "content-type")) {
       std::string_view v = line.substr(colon + 1);
-      v = v.substr(0, v.find(';'));
-      while (!v.empty() && (v.front() == ' ' || v.front() == '\t'))
-        v.remove_prefix(1);
-      while (!v.empty() && (v.back() == ' ' || v.back() == '\t'))
-        v.remove_suffix(1);
-      std::string out(v);
-      for (char& c : out)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      return out;
+      return ascii::ToLower(ascii::TrimHttpSpace(v.substr(0, v.find(';'))));
     }
     pos = end;
   }
   return "";
 }
 
-namespace {
-
-// Length of the valid UTF-8 sequence at s[i], or 0 if there is none.
-size_t Utf8SequenceLength(std::string_view s, size_t i) {
-  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = b(i);
-  size_t n;
-  uint32_t cp;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-    cp = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    cp = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b(i + k) & 0x3F);
-  }
-  // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
-  if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-      (cp >= 0xD800 && cp <= 0xDFFF))
-    return 0;
-  return n;
-}
-
-void AppendUtf8(std::string* out, uint32_t cp) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
-class JsonParser {
- public:
-  explicit JsonParser(std::string_view s) : s_(s) {}
-
-  std::optional<JsonObject> Object() {
-    JsonObject obj;
-    Blank();
-    if (!Eat('{')) return std::nullopt;
-    Blank();
-    if (Eat('}')) return End(std::move(obj));
-    for (;;) {
-      Blank();
-      std::string key;
-      if (!String(&key)) return std::nullopt;
-      Blank();
-      if (!Eat(':')) return std::nullopt;
-      Blank();
-      auto value = Value();
-      if (!value) return std::nullopt;
-      obj.insert_or_assign(std::move(key), std::move(*value));
-      Blank();
-      if (Eat('}')) return End(std::move(obj));
-      if (!Eat(',')) return std::nullopt;
-    }
-  }
-
- private:
-  std::optional<JsonObject> End(JsonObject obj) {
-    Blank();
-    if (i_ != s_.size()) return std::nullopt;
-    return obj;
-  }
-
-  std::optional<JsonValue> Value() {
-    if (i_ >= s_.size()) return std::nullopt;
-    char c = s_[i_];
-    if (c == '"') {
-      std::string v;
-      if (!String(&v)) return std::nullopt;
-      return JsonValue(std::move(v));
-    }
-    if (c == '[') {
-      ++i_;
-      std::vector<std::string> arr;
-      Blank();
-      if (Eat(']')) return JsonValue(std::move(arr));
-      for (;;) {
-        Blank();
-        std::string v;
-        if (!String(&v)) return std::nullopt;
-        arr.push_back(std::move(v));
-        Blank();
-        if (Eat(']')) return JsonValue(std::move(arr));
-        if (!Eat(',')) return std::nullopt;
+std::optional<Json> ParseFlatJsonObject(std::string_view text) {
+  json::Limits limits;
+  limits.max_bytes = text.size();  // one line; its own length bounds it
+  limits.max_depth = 2;            // an object of arrays
+  Result<Json> j = json::Parse(text, limits);
+  if (!j.ok() || !j->is_object()) return std::nullopt;
+  constexpr int64_t kMax = 999'999'999'999'999'999;  // 18 digits
+  for (const auto& [key, value] : j->items()) {
+    if (value.is_string() || value.is_boolean()) continue;
+    if (value.is_number_unsigned()) {
+      if (value.get<uint64_t>() > static_cast<uint64_t>(kMax)) {
+        return std::nullopt;
       }
+      continue;
     }
-    if (s_.substr(i_, 4) == "true") {
-      i_ += 4;
-      return JsonValue(true);
+    if (value.is_number_integer()) {
+      if (value.get<int64_t>() < -kMax) return std::nullopt;
+      continue;
     }
-    if (s_.substr(i_, 5) == "false") {
-      i_ += 5;
-      return JsonValue(false);
-    }
-    bool neg = Eat('-');
-    if (i_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[i_])))
-      return std::nullopt;
-    uint64_t v = 0;
-    size_t digits = 0;
-    while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) {
-      // 18 digits always fit in int64_t; longer numbers are refused.
-      if (++digits > 18) return std::nullopt;
-      v = v * 10 + static_cast<uint64_t>(s_[i_++] - '0');
-    }
-    int64_t sv = static_cast<int64_t>(v);
-    return JsonValue(neg ? -sv : sv);
-  }
-
-  bool String(std::string* out) {
-    if (!Eat('"')) return false;
-    while (i_ < s_.size()) {
-      char c = s_[i_++];
-      if (c == '"') return true;
-      if (static_cast<unsigned char>(c) < 0x20) return false;
-      if (c != '\\') {
-        out->push_back(c);
-        continue;
-      }
-      if (i_ >= s_.size()) return false;
-      char e = s_[i_++];
-      switch (e) {
-        case '"':
-        case '\\':
-        case '/':
-          out->push_back(e);
-          break;
-        case 'b':
-          out->push_back('\b');
-          break;
-        case 'f':
-          out->push_back('\f');
-          break;
-        case 'n':
-          out->push_back('\n');
-          break;
-        case 'r':
-          out->push_back('\r');
-          break;
-        case 't':
-          out->push_back('\t');
-          break;
-        case 'u': {
-          auto cp = Hex4();
-          if (!cp) return false;
-          uint32_t v = *cp;
-          if (v >= 0xD800 && v <= 0xDBFF) {
-            if (s_.substr(i_, 2) != "\\u") return false;
-            i_ += 2;
-            auto lo = Hex4();
-            if (!lo || *lo < 0xDC00 || *lo > 0xDFFF) return false;
-            v = 0x10000 + ((v - 0xD800) << 10) + (*lo - 0xDC00);
-          } else if (v >= 0xDC00 && v <= 0xDFFF) {
-            return false;
-          }
-          AppendUtf8(out, v);
-          break;
-        }
-        default:
-          return false;
-      }
-    }
-    return false;
-  }
-
-  std::optional<uint32_t> Hex4() {
-    if (i_ + 4 > s_.size()) return std::nullopt;
-    uint32_t v = 0;
-    for (int k = 0; k < 4; ++k) {
-      char c = s_[i_++];
-      int d = (c >= '0' && c <= '9')   ? c - '0'
-              : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-              : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                       : -1;
-      if (d < 0) return std::nullopt;
-      v = v * 16 + static_cast<uint32_t>(d);
-    }
-    return v;
-  }
-
-  void Blank() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' ||
-                              s_[i_] == '\r' || s_[i_] == '\n'))
-      ++i_;
-  }
-  bool Eat(char c) {
-    if (i_ < s_.size() && s_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
-
-  std::string_view s_;
-  size_t i_ = 0;
-};
-
-}  // namespace
-
-void AppendJsonString(std::string* out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (size_t i = 0; i < s.size();) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(static_cast<char>(c));
-      ++i;
-    } else if (c < 0x20 || c == 0x7F) {
-      out->append("\\u00");
-      out->push_back(kHex[c >> 4]);
-      out->push_back(kHex[c & 15]);
-      ++i;
-    } else if (c < 0x80) {
-      out->push_back(static_cast<char>(c));
-      ++i;
-    } else if (size_t n = Utf8SequenceLength(s, i); n > 0) {
-      out->append(s.substr(i, n));
-      i += n;
-    } else {
-      out->append("\\u00");
-      out->push_back(kHex[c >> 4]);
-      out->push_back(kHex[c & 15]);
-      ++i;
+    if (!value.is_array()) return std::nullopt;  // floats, null, objects
+    for (const Json& item : value) {
+      if (!item.is_string()) return std::nullopt;
     }
   }
-  out->push_back('"');
-}
-
-std::optional<JsonObject> ParseFlatJsonObject(std::string_view text) {
-  return JsonParser(text).Object();
+  return std::move(j).value();
 }
 
 std::string Timestamp14(int64_t time_us) {

@@ -8,9 +8,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
+#include "base/json.h"
 #include "base/status.h"
 
 typedef struct evp_md_ctx_st EVP_MD_CTX;
@@ -42,7 +42,8 @@ std::string Base32(std::string_view bytes);
 std::optional<bool> DigestMatches(std::string_view declared,
                                   std::string_view computed);
 
-// "YYYY-MM-DDThh:mm:ss.ffffffZ" (UTC) for epoch microseconds.
+// "YYYY-MM-DDThh:mm:ss.ffffffZ" (UTC) for epoch microseconds: base/time.h
+// Iso8601Micros, kept under this name for the JSON code that calls it.
 std::string FormatWarcDate(int64_t time_us);
 
 // True when `value` is a WARC-Date: YYYY-MM-DDThh:mm:ssZ with an optional
@@ -58,26 +59,32 @@ std::optional<size_t> HttpHeadLength(std::string_view block, bool response);
 // The status code of a response head ("HTTP/1.1 200 OK"), or -1.
 int HttpStatus(std::string_view head);
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+// What a response head says about the length of its body (RFC 9112 6.3).
+struct HeadFraming {
+  int status = -1;        // -1: no status line
+  bool bodyless = false;  // 1xx, 204, 304: no body whatever the fields say
+  // A Transfer-Encoding other than identity: the length is not in the head.
+  bool transfer_coded = false;
+  // The Content-Length, when the head gives one (and it is valid).
+  std::optional<uint64_t> content_length;
+  // Invalid framing, why: Content-Length values that are not 1*DIGIT or
+  // that differ, without a Transfer-Encoding (which overrides them, RFC
+  // 9112 6.3 item 3). "" when valid. Never set for bodyless statuses.
+  std::string error;
+};
+HeadFraming ParseHeadFraming(std::string_view head);
 
 // The MIME type of a response head's Content-Type, lower-cased, without
 // parameters; "" when there is none.
 std::string HttpMimeType(std::string_view head);
 
-// Appends `s` as a JSON string literal (quotes included). Valid UTF-8 goes
-// through as is; a byte that is not part of valid UTF-8 becomes \u00XX
-// (JSON cannot carry raw bytes).
-void AppendJsonString(std::string* out, std::string_view s);
-
-// The values our own JSON lines use: strings, integers, booleans and
-// arrays of strings.
-using JsonValue =
-    std::variant<std::string, int64_t, bool, std::vector<std::string>>;
-using JsonObject = std::map<std::string, JsonValue, std::less<>>;
-
-// Parses one flat JSON object of such values (surrounding blanks allowed).
-// nullopt for anything else, including nested objects and floats.
-std::optional<JsonObject> ParseFlatJsonObject(std::string_view text);
+// Parses one JSON object of the kind our own JSON lines are (CDXJ blocks,
+// feed lines): members whose values are strings, integers of at most 18
+// digits, booleans or arrays of strings (surrounding blanks allowed), with
+// json::Parse's rules (strict UTF-8, no duplicate keys). nullopt for
+// anything else, including nested objects and floats: a line we did not
+// write is not guessed at.
+std::optional<Json> ParseFlatJsonObject(std::string_view text);
 
 // Epoch microseconds -> 14-digit UTC "YYYYMMDDhhmmss".
 std::string Timestamp14(int64_t time_us);

@@ -15,6 +15,7 @@
 #include <random>
 #include <vector>
 
+#include "base/time.h"
 #include "store/store.h"
 #include "store/warc_internal.h"
 
@@ -25,8 +26,11 @@ namespace {
 constexpr std::string_view kConformsTo =
     "http://iipc.github.io/warc-specifications/specifications/warc-format/"
     "warc-1.1/";
-constexpr std::string_view kRevisitProfile =
+// WARC 1.1 sections 6.7.2 and 6.7.3.
+constexpr std::string_view kIdenticalPayloadDigest =
     "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
+constexpr std::string_view kServerNotModified =
+    "http://netpreserve.org/warc/1.1/revisit/server-not-modified";
 // Generous bound on the WARC header block we generate around a block; used
 // only for the max_record_bytes check before any body byte is read.
 constexpr uint64_t kHeaderAllowance = 64 * 1024;
@@ -41,15 +45,56 @@ Options Sanitize(Options o) {
   return o;
 }
 
-int64_t NowMicros() {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+// "<what>: <strerror>", with what to do about the usual causes.
+std::string Errno(const std::string& what) {
+  const int e = errno;
+  std::string msg = what + ": " + strerror(e);
+  if (e == ENOSPC || e == EDQUOT) {
+    msg += " (disk full: free space, then resume the crawl)";
+  } else if (e == EROFS || e == EACCES || e == EPERM) {
+    msg += " (the directory is not writable)";
+  }
+  return msg;
 }
 
-std::string Errno(const std::string& what) {
-  return what + ": " + strerror(errno);
+// A WARC-Record-ID (WARC 1.1 section 5.2): "<" uri ">", the uri with a
+// scheme, no whitespace.
+bool IsRecordId(std::string_view id) {
+  return id.size() > 3 && id.front() == '<' && id.back() == '>' &&
+         id.find(':') != std::string_view::npos &&
+         id.find_first_of(" \t") == std::string_view::npos;
 }
+
+class PosixEnv : public Env {
+ public:
+  int Open(const std::string& path, int flags, int mode) override {
+    int fd;
+    do {
+      fd = ::open(path.c_str(), flags, mode);
+    } while (fd < 0 && errno == EINTR);
+    return fd;
+  }
+  ssize_t Pwrite(int fd, const void* data, size_t size,
+                 uint64_t offset) override {
+    return ::pwrite(fd, data, size, static_cast<off_t>(offset));
+  }
+  int Ftruncate(int fd, uint64_t size) override {
+    return ::ftruncate(fd, static_cast<off_t>(size));
+  }
+  int Sync(int fd, bool data_only) override {
+    return data_only ? ::fdatasync(fd) : ::fsync(fd);
+  }
+  int Close(int fd) override { return ::close(fd); }
+  int CreateDirs(const std::string& path) override {
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec) {
+      errno = ec.value();
+      return -1;
+    }
+    return 0;
+  }
+};
 
 // Header values go out verbatim, so a CR or LF from a hostile URL or a bad
 // caller would forge fields; refuse them instead.
@@ -65,15 +110,64 @@ void AddField(std::string* out, std::string_view name, std::string_view value) {
   out->append("\r\n");
 }
 
+// One record's bytes in one reusable buffer. The block is assembled after
+// a headroom, so that the WARC header, which can only be built once the
+// block's digests are known, is copied in front of it without moving the
+// block: libdeflate compresses one contiguous input. (Inserting the header
+// in front used to move every block once more: a second copy of each body
+// on its way to the disk, issue 16.)
+class RecordBuffer {
+ public:
+  // Starts an empty block; keeps the allocation.
+  void Clear() { buf_.resize(kHeadroom); }
+  void Reserve(size_t block_bytes) {
+    buf_.reserve(kHeadroom + block_bytes + 4);
+  }
+  void Append(std::string_view data) { buf_.append(data); }
+  void Assign(std::string_view data) {
+    Clear();
+    Append(data);
+  }
+  std::string_view block() const {
+    return std::string_view(buf_).substr(kHeadroom);
+  }
+  size_t size() const { return buf_.size() - kHeadroom; }
+
+  // header + block + CRLF CRLF, contiguous, valid until the next change.
+  std::string_view Seal(std::string_view header) {
+    buf_.append("\r\n\r\n");
+    if (header.size() <= kHeadroom) {
+      const size_t at = kHeadroom - header.size();
+      std::copy(header.begin(), header.end(), buf_.begin() + at);
+      return std::string_view(buf_).substr(at);
+    }
+    // A header longer than the headroom (a very long URL): move once.
+    buf_.replace(0, kHeadroom, header);
+    return buf_;
+  }
+
+ private:
+  // Our WARC headers take about 700 bytes plus the target URI.
+  static constexpr size_t kHeadroom = 4096;
+  std::string buf_ = std::string(kHeadroom, '\0');
+};
+
 }  // namespace
+
+Env* Env::Default() {
+  static Env* const env = new PosixEnv();  // never destroyed
+  return env;
+}
 
 class WarcWriter::Impl {
  public:
-  explicit Impl(const Options& options) : opt_(Sanitize(options)) {}
+  explicit Impl(const Options& options)
+      : opt_(Sanitize(options)),
+        env_(opt_.env != nullptr ? opt_.env : Env::Default()) {}
 
   ~Impl() {
-    if (fd_ >= 0) ::close(fd_);
-    if (index_fd_ >= 0) ::close(index_fd_);
+    if (fd_ >= 0) env_->Close(fd_);
+    if (index_fd_ >= 0) env_->Close(index_fd_);
     if (compressor_ != nullptr) libdeflate_free_compressor(compressor_);
   }
 
@@ -81,11 +175,8 @@ class WarcWriter::Impl {
     if (opt_.dir.empty()) return Status::InvalidArgument("store: empty dir");
     if (opt_.prefix.empty() || opt_.prefix.find('/') != std::string::npos)
       return Status::InvalidArgument("store: bad prefix '" + opt_.prefix + "'");
-    std::error_code ec;
-    std::filesystem::create_directories(opt_.dir, ec);
-    if (ec)
-      return Status::IOError("store: cannot create " + opt_.dir + ": " +
-                             ec.message());
+    if (env_->CreateDirs(opt_.dir) != 0)
+      return Status::IOError(Errno("store: cannot create " + opt_.dir));
     compressor_ = libdeflate_alloc_compressor(opt_.gzip_level);
     if (compressor_ == nullptr)
       return Status::ResourceExhausted("store: libdeflate_alloc_compressor");
@@ -103,16 +194,15 @@ class WarcWriter::Impl {
     char host[256] = {};
     if (gethostname(host, sizeof(host) - 1) == 0) hostname_ = host;
     if (!opt_.index_dir.empty()) {
-      std::filesystem::create_directories(opt_.index_dir, ec);
-      if (ec)
-        return Status::IOError("store: cannot create " + opt_.index_dir + ": " +
-                               ec.message());
+      if (env_->CreateDirs(opt_.index_dir) != 0)
+        return Status::IOError(Errno("store: cannot create " + opt_.index_dir));
       if (opt_.write_feed) {
         FeedOptions fo;
         fo.dir = opt_.index_dir + "/feed";
         fo.worker_id = opt_.worker_id;
         fo.segment_bytes = opt_.feed_segment_bytes;
         fo.fsync = opt_.fsync_on_flush;
+        fo.env = env_;
         auto feed = FeedWriter::Open(fo);
         if (!feed.ok()) return feed.status();
         feed_ = std::move(feed).value();
@@ -127,6 +217,11 @@ class WarcWriter::Impl {
       return Status::InvalidArgument("store: empty target_uri");
     if (!SafeValue(r.target_uri) || !SafeValue(r.ip) || !SafeValue(r.truncated))
       return Status::InvalidArgument("store: CR/LF/NUL in a header value");
+    // A response record holds an HTTP message (issue 19): refuse a head
+    // that is not one, or whose framing is invalid, rather than archive a
+    // record that misdescribes what arrived.
+    auto framing = CheckResponseHead(r.response_head);
+    if (!framing.ok()) return framing.status();
     uint64_t body_size = r.body != nullptr ? r.body->size() : 0;
     if (r.response_head.size() + body_size + kHeaderAllowance >
             opt_.max_record_bytes ||
@@ -134,31 +229,33 @@ class WarcWriter::Impl {
       return Status::ResourceExhausted(
           "store: record larger than max_record_bytes (" +
           std::to_string(opt_.max_record_bytes) + ")");
+    // A body shorter than its Content-Length was cut: say so even when the
+    // caller did not (WARC 1.1 section 6.3.2: "shall be noted").
+    std::string truncated = r.truncated;
+    if (truncated.empty() && !framing->bodyless && !framing->transfer_coded &&
+        framing->content_length && body_size < *framing->content_length)
+      truncated = "unspecified";
     if (Status s = MaybeRotate(); !s.ok()) return s;
 
     const std::string response_id = NewRecordId();
     const std::string request_id = NewRecordId();
-    const std::string date = internal::FormatWarcDate(r.fetch_time_us);
+    const std::string date = Iso8601Micros(r.fetch_time_us);
 
     // Response block: head + body, assembled once in record_ so that the
     // digests and the compressor all read the same contiguous bytes.
-    record_.clear();
-    record_.reserve(r.response_head.size() + body_size);
-    record_.append(r.response_head);
+    record_.Clear();
+    record_.Reserve(r.response_head.size() + body_size);
+    record_.Append(r.response_head);
     if (r.body != nullptr) {
       Status s = r.body->ForEachChunk([this](std::string_view chunk) {
-        record_.append(chunk);
+        record_.Append(chunk);
         return Status::Ok();
       });
       if (!s.ok()) return s;
     }
-    std::string block_digest = Digest(record_);
-    std::string payload_digest;
-    if (auto head_len = internal::HttpHeadLength(record_, true);
-        head_len && *head_len == r.response_head.size()) {
-      payload_digest =
-          Digest(std::string_view(record_).substr(r.response_head.size()));
-    }
+    std::string block_digest = Digest(record_.block());
+    std::string payload_digest =
+        Digest(record_.block().substr(r.response_head.size()));
     std::string header = Begin("response", response_id);
     AddField(&header, "WARC-Warcinfo-ID", warcinfo_id_);
     AddField(&header, "WARC-Concurrent-To", request_id);
@@ -166,9 +263,8 @@ class WarcWriter::Impl {
     AddField(&header, "WARC-Date", date);
     if (!r.ip.empty()) AddField(&header, "WARC-IP-Address", r.ip);
     AddField(&header, "WARC-Block-Digest", block_digest);
-    if (!payload_digest.empty())
-      AddField(&header, "WARC-Payload-Digest", payload_digest);
-    if (!r.truncated.empty()) AddField(&header, "WARC-Truncated", r.truncated);
+    AddField(&header, "WARC-Payload-Digest", payload_digest);
+    if (!truncated.empty()) AddField(&header, "WARC-Truncated", truncated);
     AddField(&header, "Content-Type", "application/http;msgtype=response");
     AddField(&header, "Content-Length", std::to_string(record_.size()));
     header.append("\r\n");
@@ -178,19 +274,7 @@ class WarcWriter::Impl {
     auto response = WriteMember(header, response_id);
     if (!response.ok()) return Rollback(start, response.status());
     out.response = std::move(response.value());
-
-    header = Begin("request", request_id);
-    AddField(&header, "WARC-Warcinfo-ID", warcinfo_id_);
-    AddField(&header, "WARC-Concurrent-To", response_id);
-    AddField(&header, "WARC-Target-URI", r.target_uri);
-    AddField(&header, "WARC-Date", date);
-    if (!r.ip.empty()) AddField(&header, "WARC-IP-Address", r.ip);
-    AddField(&header, "WARC-Block-Digest", Digest(r.request_head));
-    AddField(&header, "Content-Type", "application/http;msgtype=request");
-    AddField(&header, "Content-Length", std::to_string(r.request_head.size()));
-    header.append("\r\n");
-    record_.assign(r.request_head);
-    auto request = WriteMember(header, request_id);
+    auto request = WriteRequest(r, request_id, response_id, date);
     if (!request.ok()) return Rollback(start, request.status());
     out.request = std::move(request.value());
     // Both records are complete in the file: only now may the index and
@@ -202,46 +286,80 @@ class WarcWriter::Impl {
     return out;
   }
 
-  Result<RecordRef> WriteRevisit(const FetchRecord& r,
-                                 const std::string& refers_to_id,
-                                 const std::string& refers_to_uri,
-                                 int64_t refers_to_time_us,
-                                 const std::string& payload_digest) {
+  Result<WrittenRevisit> WriteRevisit(const FetchRecord& r,
+                                      const RevisitOf& o) {
     if (Status s = CheckWritable(); !s.ok()) return s;
     if (r.target_uri.empty())
       return Status::InvalidArgument("store: empty target_uri");
+    if (o.target_uri.empty())
+      return Status::InvalidArgument(
+          "store: revisit without the original's target URI");
     if (!SafeValue(r.target_uri) || !SafeValue(r.ip) ||
-        !SafeValue(refers_to_id) || !SafeValue(refers_to_uri) ||
-        !SafeValue(payload_digest))
+        !SafeValue(o.record_id) || !SafeValue(o.target_uri) ||
+        !SafeValue(o.date) || !SafeValue(o.payload_digest))
       return Status::InvalidArgument("store: CR/LF/NUL in a header value");
-    if (r.response_head.size() + kHeaderAllowance > opt_.max_record_bytes)
+    if (!o.record_id.empty() && !IsRecordId(o.record_id))
+      return Status::InvalidArgument("store: '" + o.record_id +
+                                     "' is not a WARC-Record-ID");
+    if (!o.date.empty() && !internal::IsWarcDate(o.date))
+      return Status::InvalidArgument("store: '" + o.date +
+                                     "' is not a WARC-Date");
+    auto framing = CheckResponseHead(r.response_head);
+    if (!framing.ok()) return framing.status();
+    const bool identical = o.profile == RevisitProfile::kIdenticalPayloadDigest;
+    if (identical && o.payload_digest.empty())
+      return Status::InvalidArgument(
+          "store: identical-payload-digest revisit without the payload "
+          "digest (WARC 1.1 section 6.7.2)");
+    if (!identical && framing->status != 304)
+      return Status::InvalidArgument(
+          "store: server-not-modified revisit of a " +
+          std::to_string(framing->status) + ", not a 304");
+    if (r.response_head.size() + kHeaderAllowance > opt_.max_record_bytes ||
+        r.request_head.size() + kHeaderAllowance > opt_.max_record_bytes)
       return Status::ResourceExhausted("store: revisit head too large");
     if (Status s = MaybeRotate(); !s.ok()) return s;
+
     const std::string id = NewRecordId();
-    record_.assign(r.response_head);
+    const std::string request_id =
+        r.request_head.empty() ? std::string() : NewRecordId();
+    const std::string date = Iso8601Micros(r.fetch_time_us);
+    record_.Assign(r.response_head);
     std::string header = Begin("revisit", id);
     AddField(&header, "WARC-Warcinfo-ID", warcinfo_id_);
+    if (!request_id.empty())
+      AddField(&header, "WARC-Concurrent-To", request_id);
     AddField(&header, "WARC-Target-URI", r.target_uri);
-    AddField(&header, "WARC-Date", internal::FormatWarcDate(r.fetch_time_us));
+    AddField(&header, "WARC-Date", date);
     if (!r.ip.empty()) AddField(&header, "WARC-IP-Address", r.ip);
-    AddField(&header, "WARC-Profile", kRevisitProfile);
-    AddField(&header, "WARC-Refers-To", refers_to_id);
-    AddField(&header, "WARC-Refers-To-Target-URI", refers_to_uri);
-    AddField(&header, "WARC-Refers-To-Date",
-             internal::FormatWarcDate(refers_to_time_us));
-    AddField(&header, "WARC-Block-Digest", Digest(record_));
-    if (!payload_digest.empty())
-      AddField(&header, "WARC-Payload-Digest", payload_digest);
+    AddField(&header, "WARC-Profile",
+             identical ? kIdenticalPayloadDigest : kServerNotModified);
+    if (!o.record_id.empty()) AddField(&header, "WARC-Refers-To", o.record_id);
+    AddField(&header, "WARC-Refers-To-Target-URI", o.target_uri);
+    if (!o.date.empty()) AddField(&header, "WARC-Refers-To-Date", o.date);
+    AddField(&header, "WARC-Block-Digest", Digest(record_.block()));
+    if (!o.payload_digest.empty())
+      AddField(&header, "WARC-Payload-Digest", o.payload_digest);
+    // 6.7.2: "A WARC-Truncated header with reason 'length' shall be used
+    // for any identical-digest truncation." A 304 has no body to cut.
+    if (identical) AddField(&header, "WARC-Truncated", "length");
     AddField(&header, "Content-Type", "application/http;msgtype=response");
     AddField(&header, "Content-Length", std::to_string(record_.size()));
     header.append("\r\n");
     const uint64_t start = offset_;
+    WrittenRevisit out;
     auto ref = WriteMember(header, id);
     if (!ref.ok()) return Rollback(start, ref.status());
-    if (Status s = Index(r, *ref, payload_digest, true); !s.ok())
+    out.revisit = std::move(ref).value();
+    if (!request_id.empty()) {
+      auto request = WriteRequest(r, request_id, id, date);
+      if (!request.ok()) return Rollback(start, request.status());
+      out.request = std::move(request).value();
+    }
+    if (Status s = Index(r, out.revisit, o.payload_digest, true); !s.ok())
       return Rollback(start, s);
     ++records_in_file_;
-    return ref;
+    return out;
   }
 
   Result<RecordRef> WriteMetadata(const std::string& target_uri,
@@ -259,14 +377,14 @@ class WarcWriter::Impl {
       return Status::ResourceExhausted("store: metadata block too large");
     if (Status s = MaybeRotate(); !s.ok()) return s;
     const std::string id = NewRecordId();
-    record_.assign(block);
+    record_.Assign(block);
     std::string header = Begin("metadata", id);
     AddField(&header, "WARC-Warcinfo-ID", warcinfo_id_);
     AddField(&header, "WARC-Target-URI", target_uri);
-    AddField(&header, "WARC-Date", internal::FormatWarcDate(time_us));
+    AddField(&header, "WARC-Date", Iso8601Micros(time_us));
     if (!concurrent_to.empty())
       AddField(&header, "WARC-Concurrent-To", concurrent_to);
-    AddField(&header, "WARC-Block-Digest", Digest(record_));
+    AddField(&header, "WARC-Block-Digest", Digest(record_.block()));
     if (!content_type.empty()) AddField(&header, "Content-Type", content_type);
     AddField(&header, "Content-Length", std::to_string(record_.size()));
     header.append("\r\n");
@@ -286,13 +404,13 @@ class WarcWriter::Impl {
       return Status::ResourceExhausted("store: conversion text too large");
     if (Status s = MaybeRotate(); !s.ok()) return s;
     const std::string id = NewRecordId();
-    record_.assign(text);
+    record_.Assign(text);
     std::string header = Begin("conversion", id);
     AddField(&header, "WARC-Warcinfo-ID", warcinfo_id_);
     AddField(&header, "WARC-Target-URI", target_uri);
-    AddField(&header, "WARC-Date", internal::FormatWarcDate(time_us));
+    AddField(&header, "WARC-Date", Iso8601Micros(time_us));
     if (!refers_to.empty()) AddField(&header, "WARC-Refers-To", refers_to);
-    AddField(&header, "WARC-Block-Digest", Digest(record_));
+    AddField(&header, "WARC-Block-Digest", Digest(record_.block()));
     AddField(&header, "Content-Type", "text/plain; charset=utf-8");
     AddField(&header, "Content-Length", std::to_string(record_.size()));
     header.append("\r\n");
@@ -305,9 +423,9 @@ class WarcWriter::Impl {
     if (!opt_.fsync_on_flush) return Status::Ok();
     // WARC first: after a power loss the index and the feed must not be
     // ahead of the records they name.
-    if (fd_ >= 0 && ::fdatasync(fd_) != 0)
+    if (fd_ >= 0 && env_->Sync(fd_, true) != 0)
       return Status::IOError(Errno("store: fdatasync " + file_));
-    if (index_fd_ >= 0 && ::fdatasync(index_fd_) != 0)
+    if (index_fd_ >= 0 && env_->Sync(index_fd_, true) != 0)
       return Status::IOError(Errno("store: fdatasync " + IndexPath(file_)));
     if (feed_ != nullptr) return feed_->Flush();
     return Status::Ok();
@@ -334,6 +452,40 @@ class WarcWriter::Impl {
   const Options& options() const { return opt_; }
 
  private:
+  // The framing of `head` when it is an HTTP response head (and nothing
+  // else) whose framing is valid; InvalidArgument otherwise.
+  static Result<internal::HeadFraming> CheckResponseHead(
+      const std::string& head) {
+    auto len = internal::HttpHeadLength(head, true);
+    if (!len || *len != head.size())
+      return Status::InvalidArgument(
+          "store: the response head is not an HTTP response head (status "
+          "line, fields, blank line); nothing written");
+    internal::HeadFraming framing = internal::ParseHeadFraming(head);
+    if (!framing.error.empty())
+      return Status::InvalidArgument("store: invalid framing in the head: " +
+                                     framing.error + "; nothing written");
+    return framing;
+  }
+
+  // The `request` record of an exchange (or revisit) `concurrent_to`.
+  Result<RecordRef> WriteRequest(const FetchRecord& r, const std::string& id,
+                                 const std::string& concurrent_to,
+                                 const std::string& date) {
+    std::string header = Begin("request", id);
+    AddField(&header, "WARC-Warcinfo-ID", warcinfo_id_);
+    AddField(&header, "WARC-Concurrent-To", concurrent_to);
+    AddField(&header, "WARC-Target-URI", r.target_uri);
+    AddField(&header, "WARC-Date", date);
+    if (!r.ip.empty()) AddField(&header, "WARC-IP-Address", r.ip);
+    AddField(&header, "WARC-Block-Digest", Digest(r.request_head));
+    AddField(&header, "Content-Type", "application/http;msgtype=request");
+    AddField(&header, "Content-Length", std::to_string(r.request_head.size()));
+    header.append("\r\n");
+    record_.Assign(r.request_head);
+    return WriteMember(header, id);
+  }
+
   // Appends the CDXJ line and then the feed entry for a response or
   // revisit whose record `ref` is complete in the WARC. On failure neither
   // is kept (the index is cut back) and the caller rolls the WARC back.
@@ -350,7 +502,7 @@ class WarcWriter::Impl {
     if (index_fd_ >= 0) {
       CdxjEntry e;
       e.surt = Surt(r.target_uri);
-      e.timestamp = internal::Timestamp14(r.fetch_time_us);
+      e.timestamp = Timestamp14(r.fetch_time_us);
       e.url = r.target_uri;
       e.mime = revisit ? "warc/revisit" : mime;
       e.status = status;
@@ -365,18 +517,9 @@ class WarcWriter::Impl {
       e.revisit = revisit;
       e.flags = r.flags;
       const std::string line = FormatCdxjLine(e);
-      size_t done = 0;
-      while (done < line.size()) {
-        ssize_t w = ::pwrite(index_fd_, line.data() + done, line.size() - done,
-                             static_cast<off_t>(index_start + done));
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-          Status err =
-              Status::IOError(Errno("store: write " + IndexPath(file_)));
-          return CutIndex(index_start, err);
-        }
-        done += static_cast<size_t>(w);
-      }
+      if (Status s = WriteAll(index_fd_, line, index_start, IndexPath(file_));
+          !s.ok())
+        return CutIndex(index_start, s);
       index_offset_ = index_start + line.size();
     }
     if (feed_ != nullptr) {
@@ -399,7 +542,7 @@ class WarcWriter::Impl {
 
   Status CutIndex(uint64_t start, Status error) {
     if (index_fd_ >= 0) {
-      if (::ftruncate(index_fd_, static_cast<off_t>(start)) != 0) {
+      if (env_->Ftruncate(index_fd_, start) != 0) {
         broken_ = true;
         return Status::IOError(
             error.message() +
@@ -459,35 +602,47 @@ class WarcWriter::Impl {
   Result<RecordRef> WriteMember(const std::string& header,
                                 const std::string& id) {
     // libdeflate has no streaming input, so the member's input must be one
-    // buffer: prepend the header in place (one memmove of the block).
-    record_.insert(0, header);
-    record_.append("\r\n\r\n");
-    size_t bound = libdeflate_gzip_compress_bound(compressor_, record_.size());
+    // buffer: the header goes into the headroom in front of the block.
+    const std::string_view member = record_.Seal(header);
+    size_t bound = libdeflate_gzip_compress_bound(compressor_, member.size());
     if (out_.size() < bound) out_.resize(bound);
-    size_t n = libdeflate_gzip_compress(compressor_, record_.data(),
-                                        record_.size(), out_.data(), bound);
+    size_t n = libdeflate_gzip_compress(compressor_, member.data(),
+                                        member.size(), out_.data(), bound);
     if (n == 0) return Status::Internal("store: libdeflate_gzip_compress");
     const uint64_t at = offset_;
-    size_t done = 0;
-    while (done < n) {
-      ssize_t w = ::pwrite(fd_, out_.data() + done, n - done,
-                           static_cast<off_t>(at + done));
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return Status::IOError(Errno("store: write " + file_));
-      }
-      if (w == 0)
-        return Status::IOError("store: write " + file_ + ": no progress");
-      done += static_cast<size_t>(w);
-    }
+    if (Status s = WriteAll(
+            fd_,
+            std::string_view(reinterpret_cast<const char*>(out_.data()), n), at,
+            file_);
+        !s.ok())
+      return s;
     offset_ = at + n;
     return RecordRef{file_, at, n, id};
+  }
+
+  // Writes all of `data` at `at`, retrying short writes; IOError (with the
+  // cause) on the first failure. What was written stays: the caller cuts.
+  Status WriteAll(int fd, std::string_view data, uint64_t at,
+                  const std::string& name) {
+    size_t done = 0;
+    while (done < data.size()) {
+      ssize_t w =
+          env_->Pwrite(fd, data.data() + done, data.size() - done, at + done);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return Status::IOError(Errno("store: write " + name));
+      }
+      if (w == 0)
+        return Status::IOError("store: write " + name + ": no progress");
+      done += static_cast<size_t>(w);
+    }
+    return Status::Ok();
   }
 
   // Puts the file back to `start` bytes after a failed write so it ends at
   // its last complete record.
   Status Rollback(uint64_t start, Status error) {
-    while (::ftruncate(fd_, static_cast<off_t>(start)) != 0) {
+    while (env_->Ftruncate(fd_, start) != 0) {
       if (errno == EINTR) continue;
       broken_ = true;
       return Status::IOError(error.message() +
@@ -512,9 +667,9 @@ class WarcWriter::Impl {
   Status CloseFd(int fd, const std::string& name) const {
     if (fd < 0) return Status::Ok();
     Status result;
-    if (opt_.fsync_on_rotate && ::fsync(fd) != 0)
+    if (opt_.fsync_on_rotate && env_->Sync(fd, false) != 0)
       result = Status::IOError(Errno("store: fsync " + name));
-    if (::close(fd) != 0 && result.ok())
+    if (env_->Close(fd) != 0 && result.ok())
       result = Status::IOError(Errno("store: close " + name));
     return result;
   }
@@ -522,37 +677,33 @@ class WarcWriter::Impl {
   // Opens the next file and writes its warcinfo. The old file is closed only
   // once the new one is ready, so a failure leaves the writer on the old one.
   Status OpenNextFile() {
-    time_t now = time(nullptr);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    char stamp[32];
-    std::snprintf(stamp, sizeof(stamp), "%04d%02d%02d%02d%02d%02d",
-                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                  tm.tm_min, tm.tm_sec);
+    const int64_t now_us = WallMicros();
+    const std::string stamp = Timestamp14(now_us);
     std::string name;
     int fd = -1;
     // O_EXCL: a restarted worker in the same second must never append to or
     // clobber a file it did not write.
     for (int tries = 0; tries < 100000; ++tries) {
       char buf[64];
-      std::snprintf(buf, sizeof(buf), "-%s-%05d-%05d.warc.gz", stamp,
+      std::snprintf(buf, sizeof(buf), "-%s-%05d-%05d.warc.gz", stamp.c_str(),
                     opt_.worker_id, serial_ % 100000);
       name = opt_.prefix + buf;
       ++serial_;
-      fd = ::open((opt_.dir + "/" + name).c_str(),
-                  O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      fd = env_->Open(opt_.dir + "/" + name,
+                      O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
       if (fd >= 0 || errno != EEXIST) break;
     }
-    if (fd < 0) return Status::IOError(Errno("store: create " + name));
+    if (fd < 0)
+      return Status::IOError(Errno("store: create " + opt_.dir + "/" + name));
     int index_fd = -1;
     if (!opt_.index_dir.empty()) {
       // The WARC name is new (O_EXCL), so an index file of that name can
       // only be a leftover of a deleted WARC: start it afresh.
-      index_fd = ::open(IndexPath(name).c_str(),
-                        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      index_fd = env_->Open(IndexPath(name),
+                            O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (index_fd < 0) {
         Status err = Status::IOError(Errno("store: create " + IndexPath(name)));
-        ::close(fd);
+        env_->Close(fd);
         ::unlink((opt_.dir + "/" + name).c_str());
         return err;
       }
@@ -578,29 +729,30 @@ class WarcWriter::Impl {
     index_offset_ = 0;
     warcinfo_id_ = NewRecordId();
 
-    record_.clear();
-    AddField(&record_, "software", opt_.software);
-    AddField(&record_, "format", "WARC File Format 1.1");
-    AddField(&record_, "conformsTo", kConformsTo);
-    AddField(&record_, "isPartOf", opt_.prefix);
-    if (!hostname_.empty()) AddField(&record_, "hostname", hostname_);
+    std::string info;
+    AddField(&info, "software", opt_.software);
+    AddField(&info, "format", "WARC File Format 1.1");
+    AddField(&info, "conformsTo", kConformsTo);
+    AddField(&info, "isPartOf", opt_.prefix);
+    if (!hostname_.empty()) AddField(&info, "hostname", hostname_);
     if (!opt_.user_agent.empty())
-      AddField(&record_, "http-header-user-agent", opt_.user_agent);
+      AddField(&info, "http-header-user-agent", opt_.user_agent);
     if (!opt_.operator_contact.empty())
-      AddField(&record_, "operator", opt_.operator_contact);
+      AddField(&info, "operator", opt_.operator_contact);
+    record_.Assign(info);
     std::string header = Begin("warcinfo", warcinfo_id_);
-    AddField(&header, "WARC-Date", internal::FormatWarcDate(NowMicros()));
+    AddField(&header, "WARC-Date", Iso8601Micros(now_us));
     AddField(&header, "WARC-Filename", name);
-    AddField(&header, "WARC-Block-Digest", Digest(record_));
+    AddField(&header, "WARC-Block-Digest", Digest(record_.block()));
     AddField(&header, "Content-Type", "application/warc-fields");
     AddField(&header, "Content-Length", std::to_string(record_.size()));
     header.append("\r\n");
     auto ref = WriteMember(header, warcinfo_id_);
     if (!ref.ok()) {
-      ::close(fd_);
+      env_->Close(fd_);
       ::unlink((opt_.dir + "/" + name).c_str());
       if (index_fd_ >= 0) {
-        ::close(index_fd_);
+        env_->Close(index_fd_);
         ::unlink(IndexPath(name).c_str());
       }
       fd_ = old_fd;
@@ -620,6 +772,7 @@ class WarcWriter::Impl {
   }
 
   Options opt_;
+  Env* env_;  // not owned
   libdeflate_compressor* compressor_ = nullptr;
   std::mt19937_64 rng_;
   internal::Sha1 sha_;
@@ -638,7 +791,7 @@ class WarcWriter::Impl {
   bool broken_ = false;
 
   // Reused across records so steady-state writing allocates nothing.
-  std::string record_;
+  RecordBuffer record_;
   std::vector<uint8_t> out_;
 };
 
@@ -649,6 +802,61 @@ std::string OutlinksMetadataBlock(const std::vector<std::string>& links) {
     AddField(&block, "outlink", link);
   }
   return block;
+}
+
+std::string PageMetadataBlock(const PageMetadata& page) {
+  std::string block;
+  block.reserve(64 + page.outlinks.size() * 80);
+  if (page.noindex) AddField(&block, "robots", "noindex");
+  if (page.nofollow) AddField(&block, "robots", "nofollow");
+  if (!page.near_duplicate_of.empty() && SafeValue(page.near_duplicate_of)) {
+    AddField(&block, "near-duplicate-of", page.near_duplicate_of);
+  }
+  if (!page.canonical.empty() && SafeValue(page.canonical)) {
+    AddField(&block, "canonical", page.canonical);
+  }
+  for (const PageMetadata::Outlink& link : page.outlinks) {
+    if (link.url.empty() || !SafeValue(link.url) ||
+        link.url.find(' ') != std::string::npos) {
+      continue;
+    }
+    if (link.nofollow) {
+      AddField(&block, "outlink", link.url + " nofollow");
+    } else {
+      AddField(&block, "outlink", link.url);
+    }
+  }
+  return block;
+}
+
+PageMetadata ParsePageMetadataBlock(std::string_view block) {
+  PageMetadata page;
+  while (!block.empty()) {
+    size_t end = block.find("\r\n");
+    std::string_view line = block.substr(0, end);
+    block = end == std::string_view::npos ? std::string_view()
+                                          : block.substr(end + 2);
+    const size_t colon = line.find(": ");
+    if (colon == std::string_view::npos) continue;
+    const std::string_view name = line.substr(0, colon);
+    const std::string_view value = line.substr(colon + 2);
+    if (name == "robots") {
+      if (value == "noindex") page.noindex = true;
+      if (value == "nofollow") page.nofollow = true;
+    } else if (name == "near-duplicate-of") {
+      page.near_duplicate_of = std::string(value);
+    } else if (name == "canonical") {
+      page.canonical = std::string(value);
+    } else if (name == "outlink" && !value.empty()) {
+      const size_t sp = value.find(' ');
+      PageMetadata::Outlink link;
+      link.url = std::string(value.substr(0, sp));
+      link.nofollow = sp != std::string_view::npos &&
+                      value.substr(sp + 1) == "nofollow";
+      page.outlinks.push_back(std::move(link));
+    }
+  }
+  return page;
 }
 
 WarcWriter::WarcWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -664,12 +872,24 @@ Result<WrittenExchange> WarcWriter::WriteExchange(const FetchRecord& record) {
   return impl_->WriteExchange(record);
 }
 
+Result<WrittenRevisit> WarcWriter::WriteRevisit(const FetchRecord& record,
+                                                const RevisitOf& original) {
+  return impl_->WriteRevisit(record, original);
+}
+
 Result<RecordRef> WarcWriter::WriteRevisit(
     const FetchRecord& record, const std::string& refers_to_record_id,
     const std::string& refers_to_uri, int64_t refers_to_time_us,
     const std::string& payload_digest) {
-  return impl_->WriteRevisit(record, refers_to_record_id, refers_to_uri,
-                             refers_to_time_us, payload_digest);
+  RevisitOf original;
+  original.profile = RevisitProfile::kIdenticalPayloadDigest;
+  original.record_id = refers_to_record_id;
+  original.target_uri = refers_to_uri;
+  original.date = Iso8601Micros(refers_to_time_us);
+  original.payload_digest = payload_digest;
+  auto written = impl_->WriteRevisit(record, original);
+  if (!written.ok()) return written.status();
+  return std::move(written).value().revisit;
 }
 
 Result<RecordRef> WarcWriter::WriteMetadata(const std::string& target_uri,

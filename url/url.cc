@@ -8,12 +8,15 @@
 #include "url/url.h"
 
 #include <idn2.h>
+#include <utf8.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <cstring>
+
+#include "base/ascii.h"
 
 namespace crawld::url {
 namespace {
@@ -53,16 +56,11 @@ constexpr std::array<uint8_t, 256> kEncode = MakeEncodeTable();
 
 constexpr char kHexUpper[] = "0123456789ABCDEF";
 
-bool IsAsciiAlpha(char c) { return ((c | 0x20) >= 'a' && (c | 0x20) <= 'z'); }
-bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsAsciiHex(char c) {
-  return IsAsciiDigit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
-}
-char ToLower(char c) { return (c >= 'A' && c <= 'Z') ? char(c | 0x20) : c; }
-int HexValue(char c) {
-  if (IsAsciiDigit(c)) return c - '0';
-  return (c | 0x20) - 'a' + 10;
-}
+using ascii::HexValue;
+using ascii::ToLower;
+constexpr bool IsAsciiAlpha(char c) { return ascii::IsAlpha(c); }
+constexpr bool IsAsciiDigit(char c) { return ascii::IsDigit(c); }
+constexpr bool IsAsciiHex(char c) { return ascii::IsHexDigit(c); }
 
 // Forbidden host code points (section 3.2); domains also forbid C0
 // controls, '%' and DEL.
@@ -86,11 +84,13 @@ constexpr std::array<bool, 256> kForbiddenDomain = MakeForbiddenDomainTable();
 bool IsForbiddenHost(unsigned char c) { return kForbiddenHost[c]; }
 bool IsForbiddenDomain(unsigned char c) { return kForbiddenDomain[c]; }
 
-// Length of the valid UTF-8 sequence at s[i], or 0 if the bytes there are
-// not one (WHATWG Encoding's UTF-8 decoder: each maximal invalid subpart
-// becomes one U+FFFD, which is what a browser sees in a decoded document).
-// *consumed gets the number of bytes the decoder eats for that U+FFFD.
-size_t Utf8SequenceLength(std::string_view s, size_t i, size_t* consumed) {
+// The bytes the WHATWG Encoding UTF-8 decoder consumes for one U+FFFD at an
+// invalid sequence starting at s[i]: its maximal subpart (the longest
+// prefix that could still begin a valid sequence), at least 1. This is
+// what a browser shows for bad bytes in a URL; utfcpp's replace_invalid
+// instead swallows every continuation byte after a bad lead, which would
+// give different URLs (e.g. E0 80 80 is three U+FFFD, not one).
+size_t InvalidSubpartLength(std::string_view s, size_t i) {
   const auto b0 = static_cast<unsigned char>(s[i]);
   size_t need;
   unsigned char lo = 0x80, hi = 0xbf;
@@ -105,20 +105,16 @@ size_t Utf8SequenceLength(std::string_view s, size_t i, size_t* consumed) {
     if (b0 == 0xf0) lo = 0x90;
     if (b0 == 0xf4) hi = 0x8f;
   } else {
-    *consumed = 1;
-    return 0;
+    return 1;
   }
   size_t k = 1;
-  for (; k <= need; ++k) {
-    if (i + k >= s.size()) break;
+  for (; k <= need && i + k < s.size(); ++k) {
     const auto b = static_cast<unsigned char>(s[i + k]);
     if (b < lo || b > hi) break;
     lo = 0x80;
     hi = 0xbf;
   }
-  if (k == need + 1) return need + 1;
-  *consumed = k;
-  return 0;
+  return k;
 }
 
 void AppendPercent(std::string& out, unsigned char c) {
@@ -127,8 +123,8 @@ void AppendPercent(std::string& out, unsigned char c) {
 }
 
 // Appends s[begin, end) percent-encoded with `set`. Bytes >= 0x80 are
-// UTF-8: valid sequences are encoded byte by byte, invalid ones become the
-// encoding of U+FFFD.
+// UTF-8: a valid sequence (checked by utfcpp) is encoded byte by byte, an
+// invalid one becomes the encoding of U+FFFD.
 void AppendEncoded(std::string& out, std::string_view s, size_t begin,
                    size_t end, uint8_t set) {
   size_t i = begin;
@@ -147,16 +143,20 @@ void AppendEncoded(std::string& out, std::string_view s, size_t begin,
       ++i;
       continue;
     }
-    size_t consumed = 1;
-    const size_t len = Utf8SequenceLength(s.substr(0, end), i, &consumed);
-    if (len == 0) {
-      out.append("%EF%BF%BD");
-      i += consumed;
-    } else {
+    // The one sequence the lead byte announces (RFC 3629 section 4); utfcpp
+    // refuses overlongs, surrogates, values past U+10FFFF and bad leads.
+    const size_t len = std::min(end - i, size_t{c < 0xe0   ? 2u
+                                                : c < 0xf0 ? 3u
+                                                           : 4u});
+    const char* seq = s.data() + i;
+    if (utf8::find_invalid(seq, seq + len) == seq + len) {
       for (size_t k = 0; k < len; ++k) {
-        AppendPercent(out, static_cast<unsigned char>(s[i + k]));
+        AppendPercent(out, static_cast<unsigned char>(seq[k]));
       }
       i += len;
+    } else {
+      out.append("%EF%BF%BD");
+      i += InvalidSubpartLength(s.substr(0, end), i);
     }
   }
 }

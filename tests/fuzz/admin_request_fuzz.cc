@@ -1,6 +1,6 @@
-// Fuzz target for the admin server's request path (daemon/admin.h): the
+// Fuzz target for the admin server's request path (http/http.h): the
 // bytes a client could send, fed to RequestReader exactly as the server
-// does, and every body and the raw input to the JSON parser.
+// does, and every body and the raw input to the JSON parser (base/json.h).
 //
 // Invariants checked (abort on violation):
 //  - Feed never consumes more than it is given, and stops only on a whole
@@ -11,22 +11,23 @@
 //  - an error is one of 400, 413, 431 with a message, and no request
 //    exceeds the limits;
 //  - for JSON: a parsed value dumps to text that parses back to an equal
-//    value, and Dump() of anything is valid JSON.
+//    value, and json::Dump() of any string is valid JSON.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "daemon/admin.h"
+#include "base/json.h"
+#include "http/http.h"
 
 namespace {
 
-using crawld::daemon::Json;
-using crawld::daemon::JsonLimits;
-using crawld::daemon::Request;
-using crawld::daemon::RequestLimits;
-using crawld::daemon::RequestReader;
+namespace json = crawld::json;
+using crawld::Json;
+using crawld::http::Request;
+using crawld::http::RequestLimits;
+using crawld::http::RequestReader;
 
 void Check(bool ok) {
   if (!ok) std::abort();
@@ -75,11 +76,11 @@ Outcome Run(const std::vector<std::string_view>& chunks,
         Check(!req.target.empty() && req.target[0] == '/');
         out.summaries.push_back(Summarize(req, keep_alive));
         // JSON bodies are what handlers parse.
-        JsonLimits jl;
+        json::Limits jl;
         jl.max_depth = 32;
-        crawld::Result<Json> body = Json::Parse(req.body, jl);
+        crawld::Result<Json> body = json::Parse(req.body, jl);
         if (body.ok()) {
-          crawld::Result<Json> again = Json::Parse(body->Dump(), jl);
+          crawld::Result<Json> again = json::Parse(json::Dump(*body), jl);
           Check(again.ok() && *again == *body);
         }
         if (!keep_alive) return out;  // the server closes here
@@ -111,14 +112,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(whole.error_status == split.error_status);
 
   // The raw bytes as a JSON text too.
-  JsonLimits jl;
+  json::Limits jl;
   jl.max_depth = 32;
-  crawld::Result<Json> v = Json::Parse(input, jl);
+  crawld::Result<Json> v = json::Parse(input, jl);
   if (v.ok()) {
-    crawld::Result<Json> again = Json::Parse(v->Dump(), jl);
+    crawld::Result<Json> again = json::Parse(json::Dump(*v), jl);
     Check(again.ok() && *again == *v);
   }
   // Dump of an arbitrary string is always valid JSON.
-  Check(Json::Parse(Json(input).Dump(), JsonLimits{1 << 20, 2}).ok());
+  Check(json::Parse(json::Dump(Json(input)), json::Limits{1 << 20, 2}).ok());
   return 0;
 }

@@ -6,13 +6,23 @@
 //    without a base and that serializes to itself (href is a fixed point);
 //  - the same holds for Page::canonical (when set) and Page::base_url;
 //  - at most Options::max_links links; text and title are valid UTF-8 and
-//    within max_text_bytes; a charset is always reported.
+//    within max_text_bytes; a charset is always reported;
+//  - an input that is the body of a document of the recorded links corpus
+//    (tests/data/links/corpus.jsonl, parse5 + WHATWG URL; the fuzz corpus
+//    holds some of them as seeds) yields exactly the recorded hyperlinks
+//    with that document's URL and Content-Type: the oracle where we have
+//    its answer (issue 15).
 // The first byte picks the Content-Type so that the legacy decoders (iconv)
 // are exercised too.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "parser/charset.h"
 #include "parser/parser.h"
@@ -33,6 +43,49 @@ void CheckAbsoluteFixedPoint(std::string_view href, const char* what) {
   crawld::Result<crawld::url::Url> u = crawld::url::Parse(href);
   Check(u.ok(), what, href);
   Check(u->href() == href, what, href);
+}
+
+struct Recorded {
+  std::string url;
+  std::string content_type;
+  std::vector<std::string> links;
+};
+
+// The recorded corpus by body (text documents only; found next to this
+// source file, so no build flag is needed). Empty if it cannot be read.
+const std::unordered_map<std::string, Recorded>& RecordedCorpus() {
+  static const auto* const kMap = [] {
+    auto* m = new std::unordered_map<std::string, Recorded>;
+    std::string path = __FILE__;
+    path = path.substr(0, path.rfind('/') + 1) + "../data/links/corpus.jsonl";
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.contains("text")) continue;
+      Recorded r{j["url"].get<std::string>(),
+                 j["content_type"].get<std::string>(),
+                 j["links"].get<std::vector<std::string>>()};
+      m->emplace(j["text"].get<std::string>(), std::move(r));
+    }
+    return m;
+  }();
+  return *kMap;
+}
+
+void CheckRecorded(std::string_view body) {
+  const auto& corpus = RecordedCorpus();
+  auto it = corpus.find(std::string(body));
+  if (it == corpus.end()) return;
+  static const crawld::parser::Extractor* const kDefault =
+      new crawld::parser::Extractor(crawld::parser::Options());
+  crawld::Result<crawld::url::Url> doc = crawld::url::Parse(it->second.url);
+  Check(doc.ok(), "recorded document URL parses", it->second.url);
+  crawld::parser::Page page =
+      kDefault->Extract(body, it->second.content_type, *doc);
+  std::vector<std::string> got;
+  for (const crawld::parser::Link& l : page.links) got.push_back(l.url);
+  Check(got == it->second.links, "links equal the oracle's", body);
 }
 
 }  // namespace
@@ -77,8 +130,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         link.url.rfind("http://", 0) == 0 || link.url.rfind("https://", 0) == 0,
         "link is http(s)", link.url);
   }
+  for (const crawld::parser::Link& link : page.other_links) {
+    CheckAbsoluteFixedPoint(link.url, "other link parses to itself");
+  }
   if (!page.canonical.empty()) {
     CheckAbsoluteFixedPoint(page.canonical, "canonical parses to itself");
   }
+  CheckRecorded(body);
   return 0;
 }

@@ -1,13 +1,19 @@
-// Fuzz target for robots/: parse arbitrary bytes for a fixed product token
-// and match paths taken from the input itself.
+// Fuzz target for robots/: parse arbitrary bytes for a few product tokens
+// and match paths and URLs taken from the input itself.
 //
 // Invariants checked (abort on violation):
+//  - differential: every verdict is the one of the literal model of Google's
+//    matcher in robots_fuzz_reference.h (which google_corpus_test.cc holds
+//    to Google's recorded verdicts), for URLs as `crawlctl robots check`
+//    reads them (PathFromUrl) and for paths;
 //  - the verdict for every path is the same when the body's LF line ends are
 //    turned into CRLF or CR (line numbers may differ, decisions may not);
 //  - crawl-delay and sitemaps are the same under those conversions;
 //  - Allowed() agrees with Check().allowed, and a verdict without a rule has
-//    line 0; /robots.txt is always allowed;
+//    line 0; with Options::rfc_matching, /robots.txt is always allowed;
 //  - the kept diagnostics never exceed the cap.
+// The seeds in corpus/robots_fuzz include files of the recorded corpus
+// (tests/data/robots); robots_fuzz.dict holds the keys and special bytes.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -15,10 +21,12 @@
 #include <vector>
 
 #include "robots/robots.h"
+#include "tests/fuzz/robots_fuzz_reference.h"
 
 namespace {
 
 using crawld::robots::Options;
+using crawld::robots::PathFromUrl;
 using crawld::robots::Rules;
 
 std::string ReplaceLf(std::string_view in, std::string_view with) {
@@ -60,6 +68,39 @@ std::vector<std::string> PathsFrom(std::string_view body) {
   return paths;
 }
 
+// The product tokens to ask for: fixed ones, and the first user-agent value
+// of the input as it stands, so that the fuzzer steers group selection.
+std::vector<std::string> AgentsFrom(std::string_view body) {
+  std::vector<std::string> agents = {"crawld", "FooBot"};
+  const size_t at = body.find("gent:");
+  if (at != std::string_view::npos) {
+    std::string_view v = body.substr(at + 5, 32);
+    v = v.substr(0, v.find_first_of(std::string_view("\r\n#\0", 4)));
+    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+    if (!v.empty()) agents.emplace_back(v);
+  }
+  return agents;
+}
+
+// crawld's verdicts against the model's, for URLs and for paths.
+void Differential(std::string_view body, const Options& options) {
+  const std::vector<std::string> inputs = PathsFrom(body);
+  std::vector<std::string> urls;
+  for (const std::string& in : inputs) {
+    if (in.find('\n') != std::string::npos) continue;  // one URL per line
+    urls.push_back(in);
+    urls.push_back("http://example.com" + in);
+  }
+  for (const std::string& agent : AgentsFrom(body)) {
+    const Rules rules = Rules::Parse(body, agent, options);
+    const std::vector<bool> want =
+        robots_reference::Verdicts(body, agent, urls);
+    for (size_t i = 0; i < urls.size(); ++i) {
+      Check(rules.Allowed(PathFromUrl(urls[i])) == want[i]);
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -70,6 +111,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Options options;
   options.max_bytes = 1024 * 1024;
   options.max_diagnostics = 16;
+
+  // The model is quadratic per pattern: keep it to inputs of fuzzer size.
+  if (size <= 64 * 1024) Differential(body, options);
 
   const Rules lf = Rules::Parse(body, "crawld", options);
   const Rules crlf = Rules::Parse(ReplaceLf(body, "\r\n"), "crawld", options);
@@ -85,6 +129,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(lf.diagnostic_count() >= lf.diagnostics().size());
   if (lf.crawl_delay_seconds()) Check(*lf.crawl_delay_seconds() >= 0);
 
+  Options rfc_options = options;
+  rfc_options.rfc_matching = true;
+  const Rules rfc = Rules::Parse(body, "crawld", rfc_options);
+
   for (const std::string& path : PathsFrom(body)) {
     const bool allowed = lf.Allowed(path);
     Check(crlf.Allowed(path) == allowed);
@@ -93,7 +141,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(v.allowed == allowed);
     Check(v.line >= 0);
     if (v.rule.empty()) Check(v.line == 0 && v.allowed);
+    Check(rfc.Allowed(path) == rfc.Check(path).allowed);
   }
-  Check(lf.Allowed("/robots.txt"));
+  Check(rfc.Allowed("/robots.txt"));
+  Check(Rules::DisallowAll().Allowed("/robots.txt"));
   return 0;
 }

@@ -6,8 +6,10 @@
 // 2. The same bytes read plain and wrapped in one gzip member give the same
 //    records (blocks and field lists) and the same success or failure.
 // 3. VerifyBytes counts exactly the records the reader returns.
-// 4. For one input in eight, the input drives the writer (URL, heads, body);
-//    the file it writes must verify cleanly and give the body back.
+// 4. For one input in eight, the input drives the writer (URL, heads, body):
+//    either it refuses the record (InvalidArgument: a head that is not an
+//    HTTP response head, or whose framing is invalid) and writes nothing,
+//    or the file it writes verifies cleanly and gives the body back.
 #include <unistd.h>
 #include <zlib.h>
 
@@ -109,8 +111,18 @@ void RoundTrip(const uint8_t* data, size_t size) {
   fr.response_head =
       (size % 2 == 0) ? "HTTP/1.1 200 OK\r\n\r\n" : in.substr(0, cut);
   fr.body = &body;
+  const uint64_t before = (*w)->current_offset();
   auto ex = (*w)->WriteExchange(fr);
-  Check(ex.ok(), "write exchange");
+  if (!ex.ok()) {
+    Check(ex.status().code() == crawld::Status::Code::kInvalidArgument,
+          "a refused record is InvalidArgument");
+    Check(size % 2 == 1, "a real status line is never refused");
+    Check((*w)->current_offset() == before, "a refused record writes nothing");
+    const std::string path = dir + "/" + (*w)->current_file();
+    Check((*w)->Close().ok(), "close");
+    std::filesystem::remove(path);
+    return;
+  }
   Check((*w)->Close().ok(), "close");
   std::string path = dir + "/" + ex->response.file;
   auto report = crawld::store::VerifyFile(path);

@@ -6,10 +6,12 @@ Exit codes under test (docs/CRAWLCTL.md): 0 ok, 1 the server answered an
 error, 2 usage error, 3 cannot reach the server.
 """
 import collections
+import contextlib
 import http.server
 import json
 import os
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -358,6 +360,110 @@ class Token(unittest.TestCase):
                 end_crawld(proc)
 
 
+def raw_get(api, path, extra=""):
+    """One HTTP/1.1 request on a fresh socket; returns (status, body)."""
+    host, port = api.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}"
+                  "Connection: close\r\n\r\n".encode())
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body.decode()
+
+
+class Issue19(unittest.TestCase):
+    """Issue 19 against a live crawld: idle connections must not lock the
+    API (item 5); a websocket upgrade is 400 and the documented
+    `crawlctl --data DIR <command>` form works (item 9)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.stack = contextlib.ExitStack()
+        farm = cls.stack.enter_context(
+            harness.Webfarm(FARM.format(hosts=1, pages=300)))
+        dns = cls.stack.enter_context(harness.Dnsmasq(farm.hosts_file))
+        work = tempfile.mkdtemp(prefix="crawld-admin-19-")
+        cls.proc, cls.data = crawl_util.start_crawl(
+            farm, dns, data_dir=os.path.join(work, "data"),
+            **{"politeness.min_delay_ms": 200, "admin.port": 0})
+        cls.stack.callback(end_crawld, cls.proc)
+        cls.api = wait_admin_url(cls.proc, cls.data)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stack.close()
+
+    def test_idle_connections_do_not_lock_the_api(self):
+        host, port = self.api.removeprefix("http://").rsplit(":", 1)
+        idle = []
+        try:
+            # More than max_connections (64), sending nothing.
+            for _ in range(80):
+                idle.append(socket.create_connection((host, int(port)),
+                                                     timeout=5))
+            t0 = time.monotonic()
+            r = ctl("status", "--data", self.data, "--timeout-ms", "5000")
+            took = time.monotonic() - t0
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertRegex(r.stdout, r"state:\s+running")
+            self.assertLess(took, 5.0)
+            status, body = raw_get(self.api, "/api/status")
+            self.assertEqual(status, 200, body)
+            self.assertEqual(json.loads(body)["state"], "running")
+        finally:
+            for s in idle:
+                s.close()
+
+    def test_websocket_upgrade_is_400(self):
+        status, body = raw_get(
+            self.api, "/api/status",
+            "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            "Sec-WebSocket-Version: 13\r\n")
+        self.assertEqual(status, 400, body)
+        self.assertIn("upgrade", json.loads(body)["error"])
+
+    def test_global_options_before_the_command(self):
+        r = ctl("--data", self.data, "status")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"state:\s+running")
+        r = ctl("--data", self.data, "--json", "status")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(json.loads(r.stdout)["state"], ("running", "paused"))
+        r = ctl("--data", self.data, "pause")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"state:\s+paused")
+        r = ctl("--api", self.api, "--timeout-ms", "5000", "resume")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"state:\s+running")
+        r = ctl("--data", self.data, "rules", "test", "http://a.test/x",
+                "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["url"], "http://a.test/x")
+
+
+class ConfigErrors(unittest.TestCase):
+    """Issue 19 item 9: admin.address off loopback without admin.token is
+    a config error (exit 2, file:line and key), not a runtime failure
+    (exit 1, which the systemd unit restarts forever)."""
+
+    def test_admin_off_loopback_needs_a_token(self):
+        with tempfile.TemporaryDirectory() as work:
+            r = crawl_util.run_crawld_bad_start(
+                work, **{"admin.address": "0.0.0.0"})
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertRegex(r.stderr,
+                             r"test-config\.toml:\d+: admin\.address: "
+                             r"'0\.0\.0\.0' is not a loopback address")
+            self.assertFalse(os.path.exists(
+                os.path.join(work, "data", "run", "admin.url")))
+
+
 class _FakeApi(http.server.BaseHTTPRequestHandler):
     """Canned answers, some hostile, to check the client's side alone."""
     seen = None  # list of (method, path, authorization), set per server
@@ -431,6 +537,17 @@ class ClientAlone(unittest.TestCase):
             r = ctl("status", "--data", d)
             self.assertEqual(r.returncode, 3, r.stderr)
             self.assertIn("admin.url", r.stderr)
+            # Issue 19: the documented form, the option first, was
+            # "unknown command '--data'" (exit 2).
+            for cmd in (["status"], ["pause"], ["stop"], ["docs", "tail"]):
+                r = ctl("--data", d, *cmd)
+                self.assertEqual(r.returncode, 3, (cmd, r.stderr))
+                self.assertIn("admin.url", r.stderr)
+            r = ctl("--data", d, "url", "canon", "http://a/")
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("online commands", r.stderr)
+        r = ctl("--data")
+        self.assertEqual(r.returncode, 2, r.stderr)
 
     def test_hostile_server(self):
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FakeApi)

@@ -30,6 +30,11 @@ seeds = "all"
 NODES = 3
 MIN_DELAY_MS = 20
 
+# Longer per host (80 pages at 300 ms: at least 24 s), so that the crawl is
+# still under way when a node that joins late is up, however slowly its
+# processes start on a loaded machine.
+FARM_LONG = FARM.replace("pages = 40", "pages = 80")
+
 
 class Node:
     """One crawld node: a supervisor and its workers in their own process
@@ -249,6 +254,119 @@ class NodeLeaves(unittest.TestCase):
             self.assertEqual({u: c for u, c in counts.items() if c > 2}, {})
             self.assertEqual(
                 len(crawl_util.log_events(nodes[2].data, "drained")), 2)
+
+
+class NodeLostAndJoined(unittest.TestCase):
+    """Membership that acts (issue 14): 3 nodes x 2 workers; node 1 is
+    killed for good mid-crawl and its heartbeat expires: the other two take
+    its hosts over (its inbox streams re-read, its hosts crawled again from
+    the seeds) without restarting; then a fourth node joins the running
+    crawl and takes its share. Judged from the webfarm's request log and
+    the WARCs: every manifest URL recorded by the nodes still alive, none
+    requested more than twice, never two requests in flight on one host and
+    the per-host delay kept across every move."""
+
+    DELAY_MS = 300
+    # Short, to keep the test short, yet a lease of 3.75 s: on a loaded
+    # machine a Redis with appendfsync always can take a second to answer.
+    TTL_MS = 5000
+
+    def test_node_lost_for_good_then_a_node_joins_while_it_runs(self):
+        settings = {"politeness.min_delay_ms": self.DELAY_MS,
+                    "cluster.heartbeat_ttl_ms": self.TTL_MS}
+        with harness.Webfarm(FARM_LONG) as farm, \
+                harness.Dnsmasq(farm.hosts_file) as dns, \
+                redis_util.RedisServer() as redis:
+            base = tempfile.mkdtemp(prefix="crawld-membership-")
+            nodes = [Node(farm, dns, redis, i,
+                          os.path.join(base, f"node-{i}"))
+                     for i in range(4)]
+            for n in nodes[:3]:
+                n.start(nodes=3, **settings)
+            survivors = [nodes[0], nodes[2]]
+            try:
+                manifest = set(farm.manifest())
+                deadline = time.time() + 120
+                while time.time() < deadline and \
+                        len(farm.requests()) < len(manifest) // 5:
+                    time.sleep(0.1)
+                self.assertTrue(all(n.proc.poll() is None for n in nodes[:3]),
+                                "a node ended before the kill")
+                nodes[1].kill()  # for good: never started again
+                # The survivors switch to a ring without node 1 (its
+                # workers 2 and 3) and read its inboxes.
+                def adopted():
+                    return sorted(
+                        int(w) for n in survivors
+                        for e in crawl_util.log_events(n.data, "ring")
+                        if e.get("adopted")
+                        for w in e["adopted"].split(","))
+                self.assertTrue(wait_for(lambda: adopted() == [2, 3], 60),
+                                f"node 1's inboxes adopted: {adopted()}")
+                # Mid-crawl still: a fourth node joins.
+                self.assertTrue(all(n.proc.poll() is None for n in survivors),
+                                "the crawl ended before the join")
+                nodes[3].start(nodes=4, **settings)
+                codes = {n.node_id: n.wait(timeout=240)
+                         for n in survivors + [nodes[3]]}
+            finally:
+                for n in nodes:
+                    if n.proc is not None and n.proc.poll() is None:
+                        harness.stop_process(n.proc)
+            for n in survivors + [nodes[3]]:
+                self.assertEqual(codes[n.node_id], 0,
+                                 f"node {n.node_id}: {n.stderr()}")
+                self.assertEqual(n.summary().get("stop_reason"), "done",
+                                 f"node {n.node_id}: {n.stderr()}")
+                self.assertEqual(
+                    n.summary().get("counts", {}).get("worker_restarts", 0),
+                    0, f"node {n.node_id} restarted a worker")
+            # Nobody was restarted: each survivor's two workers started once.
+            for n in survivors:
+                self.assertEqual(
+                    len(crawl_util.log_events(n.data, "crawl_start")), 2,
+                    f"node {n.node_id}: a worker started twice")
+            # The fourth node took hosts while the others ran.
+            joiner = {w for w, _ in records([nodes[3]])}
+            self.assertTrue(joiner and joiner <= {6, 7}, joiner)
+            moved = [e for n in survivors
+                     for e in crawl_util.log_events(n.data, "rebalanced")]
+            self.assertGreater(sum(int(e["hosts_moved"]) for e in moved), 0)
+            # Every manifest URL is in the WARCs of the nodes still up: the
+            # dead node's disk is not needed.
+            alive = survivors + [nodes[3]]
+            files = [p for n in alive for p in
+                     glob.glob(os.path.join(n.data, "warc", "*.warc.gz"))]
+            verify = crawl_util.crawlctl("warc", "verify", *files)
+            self.assertEqual(verify.returncode, 0,
+                             verify.stdout + verify.stderr)
+            recorded = {u for _, u in records(alive)}
+            self.assertEqual(manifest - recorded, set(), "lost URLs")
+            # Fetched at most twice (once by node 1 before its death, once
+            # by its successor), judged from the server's log.
+            reqs = farm.final_requests()
+            pages = collections.Counter(
+                (r["host"], r["path"]) for r in reqs
+                if r["path"] != "/robots.txt")
+            self.assertEqual({k: c for k, c in pages.items() if c > 2}, {},
+                             "requested more than twice")
+            self.assertEqual(
+                {h: c for h, c in harness.max_in_flight_per_host(reqs).items()
+                 if c > 1}, {}, "two requests in flight on one host")
+            short = {h: g for h, g in harness.min_gap_per_host(reqs).items()
+                     if g is not None and g < self.DELAY_MS * 1000 * 0.9}
+            self.assertEqual(short, {}, "gaps below min_delay_ms (us)")
+
+
+def wait_for(pred, timeout):
+    """Polls pred() until it is true or `timeout` seconds pass."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = pred()
+        if value:
+            return value
+        time.sleep(0.1)
+    return pred()
 
 
 if __name__ == "__main__":

@@ -459,6 +459,79 @@ class PausedRestart(unittest.TestCase):
                 harness.stop_process(proc)
 
 
+class Issue19(unittest.TestCase):
+    """Through the supervisor: idle connections do not lock the API (issue
+    19 item 5), and the workers' metrics arrive as data (issue 13): the
+    supervisor's /api/metrics is the same registry as its /metrics."""
+
+    def test_idle_connections_and_structured_metrics(self):
+        import socket
+        with harness.Webfarm(FARM) as farm, \
+                harness.Dnsmasq(farm.hosts_file) as dns:
+            work = tempfile.mkdtemp(prefix="crawld-supapi-19-")
+            proc, data = crawl_util.start_crawl(
+                farm, dns, data_dir=os.path.join(work, "data"),
+                **{"workers.count": 2, "politeness.min_delay_ms": 200,
+                   "admin.port": 0})
+            idle = []
+            try:
+                api = admin_cli.wait_admin_url(proc, data)
+                self.assertTrue(admin_cli.wait_for(
+                    lambda: all(os.path.exists(os.path.join(
+                        data, "run", f"admin-{i}.url")) for i in (0, 1)),
+                    60), "the workers did not start their APIs")
+                self.assertTrue(farm.wait_requests(
+                    lambda rs: sum(r["path"].startswith("/p/")
+                                   for r in rs) >= 6,
+                    timeout=60), "the crawl did not start")
+                host_, port = api.removeprefix("http://").rsplit(":", 1)
+                for _ in range(80):
+                    idle.append(socket.create_connection(
+                        (host_, int(port)), timeout=5))
+                r = ctl("--data", data, "status", "--timeout-ms", "5000")
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertRegex(r.stdout, r"worker 1:\s+\d+ pages")
+                for s in idle:
+                    s.close()
+                idle = []
+
+                r = ctl("pause", "--data", data)
+                self.assertEqual(r.returncode, 0, r.stderr)
+
+                def quiet():
+                    s = ctl("status", "--data", data, "--json")
+                    return (s.returncode == 0 and
+                            json.loads(s.stdout)["in_flight"] == 0)
+
+                self.assertTrue(admin_cli.wait_for(quiet, 30))
+                status, _, text = http(api, "/metrics")
+                self.assertEqual(status, 200)
+                samples, _ = check_exposition(self, text)
+                status, ctype, body = http(api, "/api/metrics")
+                self.assertEqual(status, 200)
+                self.assertTrue(ctype.startswith("application/json"), ctype)
+                snap = json.loads(body)
+                fams = {f["name"]: f for f in snap["families"]}
+                pages = {
+                    dict(x["labels"])["worker"]: x["value"]
+                    for x in fams["crawld_pages_fetched_total"]["series"]}
+                self.assertEqual(set(pages), {"0", "1"})
+                self.assertEqual(
+                    {k: int(v) for k, v in pages.items()},
+                    {k: int(v) for k, v in by_worker(
+                        samples, "crawld_pages_fetched_total").items()})
+                self.assertEqual(fams["crawld_workers_up"]["series"][0]
+                                 ["value"], 2)
+                r = ctl("--data", data, "stop")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                proc.wait(timeout=60)
+                self.assertEqual(proc.returncode, 0)
+            finally:
+                for s in idle:
+                    s.close()
+                harness.stop_process(proc)
+
+
 class PortTaken(unittest.TestCase):
     """A configured admin port in use: crawld says so and exits 1 before
     any worker starts."""

@@ -1,6 +1,6 @@
-// Tests of the Redis Streams exchange and membership (cluster/cluster.h)
-// against a real redis-server that each test starts on a free 127.0.0.1
-// port in a temporary directory and kills (by PID) at the end.
+// Tests of the Redis Streams exchange (cluster/cluster.h) against a real
+// redis-server that each test starts on a free 127.0.0.1 port in a
+// temporary directory and kills (by PID) at the end.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -23,117 +23,14 @@
 
 #include "cluster/cluster.h"
 #include "tests/unit/cluster/loop_util.h"
+#include "tests/unit/cluster/redis_server.h"
 
 namespace crawld::cluster {
 namespace {
 
+using testing::FindRedisServer;
+using testing::RedisServer;
 using testing::TestLoop;
-
-std::string FindRedisServer() {
-  for (const char* p : {"/usr/bin/redis-server", "/usr/local/bin/redis-server",
-                        "/usr/sbin/redis-server"}) {
-    if (access(p, X_OK) == 0) return p;
-  }
-  return {};
-}
-
-int FreeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-// A redis-server child process on 127.0.0.1, no persistence.
-class RedisServer {
- public:
-  explicit RedisServer(std::string binary) : binary_(std::move(binary)) {
-    char tmpl[] = "/tmp/crawld-redis-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    port_ = FreeLoopbackPort();
-  }
-  ~RedisServer() {
-    Kill();
-    std::filesystem::remove_all(dir_);
-  }
-
-  // Starts the server and waits (at most 10 s) until it answers PING.
-  bool Start() {
-    const std::string port = std::to_string(port_);
-    pid_ = fork();
-    if (pid_ == 0) {
-      // Not the test's stdout: a pipe reader would wait for the server.
-      // And it dies with us, even if we are killed by a timeout.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      int null_fd = open("/dev/null", O_RDWR);
-      dup2(null_fd, 1);
-      dup2(null_fd, 2);
-      execl(binary_.c_str(), binary_.c_str(), "--port", port.c_str(), "--bind",
-            "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
-            dir_.c_str(), "--logfile", (dir_ + "/redis.log").c_str(),
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (auto r = Query({"PING"}); r == "PONG") return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  }
-
-  void Kill() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
-  int port() const { return port_; }
-
-  // A blocking query on a fresh connection: the reply as text (integers in
-  // decimal, status and strings verbatim), "" on failure.
-  std::string Query(const std::vector<std::string>& args) const {
-    timeval tv{1, 0};
-    redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);
-    if (c == nullptr || c->err != 0) {
-      if (c != nullptr) redisFree(c);
-      return {};
-    }
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    auto* r = static_cast<redisReply*>(redisCommandArgv(
-        c, static_cast<int>(args.size()), argv.data(), lens.data()));
-    std::string out;
-    if (r != nullptr) {
-      if (r->type == REDIS_REPLY_INTEGER) {
-        out = std::to_string(r->integer);
-      } else if (r->str != nullptr) {
-        out.assign(r->str, r->len);
-      }
-      freeReplyObject(r);
-    }
-    redisFree(c);
-    return out;
-  }
-
- private:
-  std::string binary_;
-  std::string dir_;
-  int port_ = 0;
-  pid_t pid_ = -1;
-};
 
 std::string Url(int from, int i) {
   return "http://w" + std::to_string(from) + ".example/p/" + std::to_string(i);
@@ -156,7 +53,6 @@ class RedisExchangeTest : public ::testing::Test {
     o.exchange.workers = 2;
     o.exchange.batch_urls = 100;
     o.exchange.reconnect_max_ms = 200;
-    o.heartbeat_ttl_ms = 600;
     o.claim_min_idle_ms = 300;
     o.claim_interval_ms = 100;
     return o;
@@ -263,31 +159,6 @@ TEST_F(RedisExchangeTest, DeadConsumersEntriesAreReclaimedByANewOne) {
   EXPECT_TRUE(heir.ExactlyOnceInOrder(0, kN));
 }
 
-TEST_F(RedisExchangeTest, HeartbeatExpiryChangesTheEpoch) {
-  std::vector<std::pair<int64_t, std::vector<int>>> seen;
-  RedisOptions oa = Opts(0);
-  oa.on_epoch = [&](int64_t epoch, const std::vector<int>& live) {
-    seen.emplace_back(epoch, live);
-  };
-  auto a = Make(oa);
-  auto b = Make(Opts(1));
-  ASSERT_TRUE(a && b);
-  const std::vector<int> both{0, 1}, only_a{0};
-  ASSERT_TRUE(loop_.RunUntil(
-      [&] { return !seen.empty() && seen.back().second == both; }, 10000));
-  const int64_t epoch_both = seen.back().first;
-  // Worker 1 dies without a goodbye: its key expires after the TTL.
-  b.reset();
-  ASSERT_TRUE(
-      loop_.RunUntil([&] { return seen.back().second == only_a; }, 10000));
-  EXPECT_GT(seen.back().first, epoch_both);
-  // Epochs only grow while Redis keeps its data.
-  for (size_t i = 1; i < seen.size(); ++i) {
-    EXPECT_GT(seen[i].first, seen[i - 1].first);
-  }
-  EXPECT_EQ(server_->Query({"GET", "crawld:t:view"}), "10");
-}
-
 TEST_F(RedisExchangeTest, RedisRestartedClientReconnectsAndContinues) {
   auto a = Make(Opts(0));
   auto b = Make(Opts(1));
@@ -380,6 +251,123 @@ TEST_F(RedisExchangeTest, SlowReceiverBackpressuresSenderNothingLost) {
       [&] { return in_b.urls.size() >= kN && a->Pending(1) == 0; }, 30000))
       << in_b.urls.size();
   EXPECT_TRUE(in_b.ExactlyOnceInOrder(0, kN));
+}
+
+// A node that dies for good takes its frontier with it; what was routed to
+// its workers is still in their inbox streams (retain_acked), and the worker
+// that adopts such an inbox gets all of it, acknowledged or not, plus what
+// still arrives for the gone worker.
+TEST_F(RedisExchangeTest, AdopterReadsEverythingSentToAGoneWorker) {
+  constexpr int kN = 1000;
+  RedisOptions o0 = Opts(0), o1 = Opts(1), o2 = Opts(2);
+  for (RedisOptions* o : {&o0, &o1, &o2}) {
+    o->exchange.workers = 3;
+    o->retain_acked = true;
+  }
+  auto a = Make(o0);
+  auto b = Make(o1);
+  ASSERT_TRUE(a && b);
+  Inbox in_b;
+  b->SetInbox(in_b.Fn());
+  SendRange(a.get(), 0, 1, 0, kN / 2);
+  ASSERT_TRUE(loop_.RunUntil(
+      [&] { return in_b.urls.size() >= kN / 2 && a->Pending(1) == 0; }, 30000));
+  // Acknowledged and still there: the stream is the gone worker's memory.
+  EXPECT_EQ(server_->Query({"XLEN", "crawld:t:inbox:1"}),
+            std::to_string(kN / 200));
+  EXPECT_FALSE(a->Backpressured(1));
+  b.reset();  // the node dies
+  loop_.Drain();
+  auto c = Make(o2);
+  ASSERT_TRUE(c);
+  Inbox heir;
+  c->SetInbox(heir.Fn());
+  c->Adopt({1});
+  // A sender that has not heard of the death yet still routes to it.
+  SendRange(a.get(), 0, 1, kN / 2, kN);
+  ASSERT_TRUE(loop_.RunUntil([&] { return heir.urls.size() >= kN; }, 30000))
+      << heir.urls.size();
+  EXPECT_TRUE(heir.ExactlyOnceInOrder(0, kN));
+  // Adopted entries are not acknowledged in the gone worker's group: the
+  // next adopter (or the worker itself, back) reads them again.
+  loop_.RunFor(300);
+  EXPECT_EQ(heir.urls.size(), static_cast<size_t>(kN));
+  c->Adopt({});
+  SendRange(a.get(), 0, 1, kN, kN + 100);
+  loop_.RunFor(500);
+  EXPECT_EQ(heir.urls.size(), static_cast<size_t>(kN)) << "still adopted";
+}
+
+// With retained entries the senders' back-pressure counts only entries not
+// yet acknowledged, not the stream's length.
+TEST_F(RedisExchangeTest, RetainedEntriesDoNotBackpressure) {
+  constexpr int kN = 2000;
+  RedisOptions oa = Opts(0), ob = Opts(1);
+  oa.retain_acked = ob.retain_acked = true;
+  oa.max_backlog_batches = 3;
+  oa.backlog_poll_ms = 20;
+  auto a = Make(oa);
+  auto b = Make(ob);
+  ASSERT_TRUE(a && b);
+  Inbox in_b;
+  b->SetInbox(in_b.Fn());
+  int next = 0;
+  auto pump = [&] {
+    while (next < kN && a->Send(1, UrlMessage{Url(0, next), 1, 0}).ok()) {
+      ++next;
+    }
+    a->Flush();
+  };
+  a->SetOnWritable([&](int) { pump(); });
+  pump();
+  ASSERT_TRUE(loop_.RunUntil(
+      [&] {
+        pump();
+        return in_b.urls.size() >= kN && a->Pending(1) == 0;
+      },
+      30000))
+      << in_b.urls.size();
+  EXPECT_TRUE(in_b.ExactlyOnceInOrder(0, kN));
+  // Every entry acknowledged (the acks leave with the next loop turns) and
+  // still in the stream.
+  EXPECT_TRUE(loop_.RunUntil(
+      [&] {
+        return server_->Query({"GET", "crawld:t:inbox-acked:1"}) ==
+               std::to_string(kN / 100);
+      },
+      5000));
+  EXPECT_EQ(server_->Query({"XLEN", "crawld:t:inbox:1"}),
+            std::to_string(kN / 100));
+  loop_.RunFor(100);
+  EXPECT_FALSE(a->Backpressured(1));
+}
+
+// WhenCaughtUp waits until what is in the inbox stream now has been
+// delivered: the handover barrier before a worker starts on moved hosts.
+TEST_F(RedisExchangeTest, WhenCaughtUpFiresAfterEveryEntryInTheStream) {
+  constexpr int kN = 3000;
+  auto a = Make(Opts(0));
+  ASSERT_TRUE(a);
+  SendRange(a.get(), 0, 1, 0, kN);
+  ASSERT_TRUE(loop_.RunUntil([&] { return a->Pending(1) == 0; }, 30000));
+  RedisOptions ob = Opts(1);
+  ob.read_count = 5;  // many reads to go
+  auto b = Make(ob);
+  ASSERT_TRUE(b);
+  Inbox in_b;
+  b->SetInbox(in_b.Fn());
+  size_t at_barrier = 0;
+  bool fired = false;
+  b->WhenCaughtUp([&] {
+    fired = true;
+    at_barrier = in_b.urls.size();
+  });
+  ASSERT_TRUE(loop_.RunUntil([&] { return fired; }, 30000));
+  EXPECT_EQ(at_barrier, static_cast<size_t>(kN));
+  // An empty inbox passes at once (after one round trip).
+  bool again = false;
+  b->WhenCaughtUp([&] { again = true; });
+  EXPECT_TRUE(loop_.RunUntil([&] { return again; }, 5000));
 }
 
 TEST(RedisExchangeOptions, BadOptionsAreRefused) {

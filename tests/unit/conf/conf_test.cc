@@ -240,7 +240,7 @@ TEST(CrawldConf, ConfigMdDocumentsEveryKey) {
 
 TEST(CrawldConf, SchemaDescribesEveryKeyOnce) {
   std::vector<KeyInfo> schema = Schema();
-  EXPECT_EQ(schema.size(), 83u);
+  EXPECT_EQ(schema.size(), 93u);
   std::set<std::string> names;
   for (const KeyInfo& k : schema) {
     EXPECT_TRUE(
@@ -436,7 +436,7 @@ TEST(CrawldConf, EveryNumericKeyEnforcesItsRange) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 48);
+  EXPECT_EQ(checked, 56);
 }
 
 TEST(CrawldConf, FloatKeysRejectNanAndInfinity) {
@@ -697,6 +697,32 @@ TEST(CrawldConf, ToTomlWritesEveryKeyAndMarksChangedOnes) {
             std::string::npos)
       << latin1;
   EXPECT_TRUE(ParseConfig(latin1, "t").ok());
+}
+
+// Issue 19 item 9: the server refused to start instead, which exited 1
+// without file:line (and the unit restarted crawld forever).
+TEST(CrawldConf, Issue19_AdminOffLoopbackWithoutTokenIsAConfigError) {
+  EXPECT_EQ(ErrorOf("[admin]\nport = 8181\naddress = \"0.0.0.0\"\n"),
+            "t.toml:3: admin.address: '0.0.0.0' is not a loopback address, "
+            "so admin.token must be set (or listen on 127.0.0.1)");
+  EXPECT_EQ(ErrorOf("[admin]\naddress = \"::\"\n"),
+            "t.toml:2: admin.address: '::' is not a loopback address, so "
+            "admin.token must be set (or listen on 127.0.0.1)");
+  for (const char* ok :
+       {"[admin]\naddress = \"0.0.0.0\"\ntoken = \"t0k\"\n",
+        "[admin]\naddress = \"127.0.0.2\"\n", "[admin]\naddress = \"::1\"\n",
+        "[admin]\naddress = \"::ffff:127.0.0.1\"\n",
+        // Nothing listens.
+        "[admin]\nenabled = false\naddress = \"10.0.0.1\"\n"}) {
+    EXPECT_TRUE(ParseConfig(ok, "t").ok()) << ok;
+  }
+  Config c = Defaults();
+  c.admin.address = "192.0.2.1";
+  EXPECT_EQ(Validate(c).message(),
+            "admin.address: '192.0.2.1' is not a loopback address, so "
+            "admin.token must be set (or listen on 127.0.0.1)");
+  c.admin.token = "t0k";
+  EXPECT_TRUE(Validate(c).ok());
 }
 
 TEST(CrawldConf, ValidateReportsWithoutLineNumbers) {

@@ -9,38 +9,6 @@
 namespace crawld::daemon {
 namespace {
 
-TEST(MimeSniff, DeclaredTypeIsKeptWhenPlausible) {
-  EXPECT_EQ(SniffMime("text/html; charset=utf-8", "<p>x"), "text/html");
-  EXPECT_EQ(SniffMime("Text/HTML", "hello"), "text/html");
-  EXPECT_EQ(SniffMime("application/pdf", "%PDF-1.4"), "application/pdf");
-  EXPECT_EQ(SniffMime("image/png", std::string("\x89PNG\r\n\x1A\n\0\0", 10)),
-            "image/png");
-}
-
-TEST(MimeSniff, HtmlHeaderWithBinaryBodyIsALie) {
-  std::string binary("<html>\0\x01\x02junk", 14);
-  EXPECT_EQ(SniffMime("text/html", binary), "application/octet-stream");
-  // UTF-16 with a BOM has NULs and is still text.
-  std::string utf16("\xFF\xFE<\0h\0", 6);
-  EXPECT_EQ(SniffMime("text/html", utf16), "text/html");
-}
-
-TEST(MimeSniff, UnknownTypesAreSniffed) {
-  EXPECT_EQ(SniffMime("", "  \n<!DOCTYPE html><html>"), "text/html");
-  EXPECT_EQ(SniffMime("", "<HTML><body>"), "text/html");
-  EXPECT_EQ(SniffMime("unknown/unknown", "<p>para"), "text/html");
-  EXPECT_EQ(SniffMime("*/*", "<!-- c -->"), "text/html");
-  EXPECT_EQ(SniffMime("", "%PDF-1.7"), "application/pdf");
-  EXPECT_EQ(SniffMime("", "GIF89a...."), "image/gif");
-  EXPECT_EQ(SniffMime("", "<?xml version='1.0'?>"), "text/xml");
-  EXPECT_EQ(SniffMime("", "plain words"), "text/plain");
-  EXPECT_EQ(SniffMime("", std::string("\0\0\x01\x02", 4)),
-            "application/octet-stream");
-  // "<a" must be followed by a tag-terminating byte: "<abbr" is not HTML
-  // by signature.
-  EXPECT_EQ(SniffMime("", "<abbr>"), "text/plain");
-}
-
 TEST(Processors, RegistryChoosesByType) {
   ProcessorRegistry r = ProcessorRegistry::Default(parser::Options());
   ASSERT_NE(r.For("text/html"), nullptr);

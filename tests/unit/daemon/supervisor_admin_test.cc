@@ -1,8 +1,8 @@
-// Tests of daemon/supervisor_admin.h: the Prometheus merge and the status
-// merge as pure functions, then the supervisor's API over real sockets on
-// 127.0.0.1 against fake workers (AdminServers on their own loop in a
-// helper thread), with the test client in a third thread. Every call has a
-// curl timeout and every loop a watchdog, so no test can hang.
+// Tests of daemon/supervisor_admin.h: the status merge as a pure function,
+// then the supervisor's API over real sockets on 127.0.0.1 against fake
+// workers (http::Servers on their own loop in a helper thread), with the
+// test client in a third thread. Every call has a curl timeout and every
+// loop a watchdog, so no test can hang.
 #include "daemon/supervisor_admin.h"
 
 #include <arpa/inet.h>
@@ -28,14 +28,38 @@
 #include <thread>
 #include <vector>
 
+#include "base/json.h"
 #include "cluster/cluster.h"
-#include "daemon/metrics.h"
+#include "http/http.h"
+#include "metrics/metrics.h"
 
 namespace crawld::daemon {
 namespace {
 
+using http::Request;
+using http::Responder;
+using http::Response;
+
+// The value at a path of object members, or null.
+Json At(const Json& j, std::initializer_list<const char*> path) {
+  const Json* v = &j;
+  for (const char* k : path) {
+    v = json::Find(*v, k);
+    if (v == nullptr) return Json();
+  }
+  return *v;
+}
+double N(const Json& j, std::initializer_list<const char*> path) {
+  const Json v = At(j, path);
+  return v.is_number() ? v.get<double>() : std::nan("");
+}
+std::string S(const Json& j, std::initializer_list<const char*> path) {
+  const Json v = At(j, path);
+  return v.is_string() ? v.get<std::string>() : std::string("<not a string>");
+}
+
 // ---------------------------------------------------------------------------
-// A strict reader of the text format 0.0.4, independent of the merge: every
+// A strict reader of the text format 0.0.4, independent of the registry: every
 // line is HELP, TYPE or a sample; a family's HELP and TYPE come at most once
 // and before its samples; the samples of one family are contiguous.
 
@@ -120,115 +144,32 @@ Exposition Parse(const std::string& text) {
   return e;
 }
 
-TEST(MergeMetrics, LabelsEachWorkerAndKeepsEachFamilyTogether) {
-  MetricsRegistry w0, w1;
-  auto fill = [](MetricsRegistry& r, double pages, double h4xx) {
-    (*r.GetCounter("crawld_pages_fetched_total", "Pages."))->Increment(pages);
-    (*r.GetCounter("crawld_events_total", "Events.", {{"event", "http_4xx"}}))
-        ->Increment(h4xx);
-    (*r.GetGauge("crawld_queued_urls", "Queued."))->Set(pages * 2);
-    auto* h = *r.GetHistogram("crawld_fetch_duration_seconds", "Durations.",
-                              {0.1, 1});
-    h->Observe(0.05);
-    h->Observe(0.5);
-  };
-  fill(w0, 10, 1);
-  fill(w1, 7, 2);
-  MetricsRegistry sup;
-  (*sup.GetGauge("crawld_workers_up", "Up."))->Set(2);
-  size_t dropped = 99;
-  const std::string out = MergeMetrics(
-      {{"0", w0.Render()}, {"1", w1.Render()}, {"", sup.Render()}}, &dropped);
-  EXPECT_EQ(dropped, 0u);
-  Exposition e = Parse(out);
-  ASSERT_EQ(e.error, "") << out;
-  EXPECT_EQ(e.samples["crawld_pages_fetched_total{worker=0,}"], "10");
-  EXPECT_EQ(e.samples["crawld_pages_fetched_total{worker=1,}"], "7");
-  EXPECT_EQ(e.samples["crawld_events_total{event=http_4xx,worker=1,}"], "2");
-  EXPECT_EQ(
-      e.samples["crawld_fetch_duration_seconds_bucket{le=+Inf,worker=0,}"],
-      "2");
-  EXPECT_EQ(e.samples["crawld_fetch_duration_seconds_count{worker=1,}"], "2");
-  EXPECT_EQ(e.samples["crawld_workers_up{}"], "2");
-  for (const auto& [name, n] : e.type_lines) EXPECT_EQ(n, 1) << name;
-  for (const auto& [name, n] : e.help_lines) EXPECT_EQ(n, 1) << name;
-  EXPECT_EQ(e.type["crawld_fetch_duration_seconds"], "histogram");
-  EXPECT_EQ(e.type["crawld_pages_fetched_total"], "counter");
-  // One run of samples per family, families sorted.
-  std::vector<std::string> sorted = e.family_order;
-  std::sort(sorted.begin(), sorted.end());
-  EXPECT_EQ(e.family_order, sorted);
-  EXPECT_EQ(std::set<std::string>(sorted.begin(), sorted.end()).size(),
-            sorted.size());
-}
-
-TEST(MergeMetrics, HostileInputIsDroppedLineByLineNotTheWholeScrape) {
-  const std::string w0 =
-      "# HELP a_total A.\n# TYPE a_total counter\n"
-      "a_total{worker=\"9\",x=\"q\\\"\\\\\\n\"} 1\n"  // escapes kept
-      "garbage line\n"
-      "b{unterminated=\"} 1\n"
-      "c{x=\"1\",x=\"2\"} 1\n"  // repeated label
-      "d 1 2 3\n"
-      "e notanumber\n"
-      "# a comment\n"
-      "f_untyped 4 1700000000000\n";
-  const std::string w1 =
-      "# TYPE a_total gauge\na_total 5\n"  // conflicts with worker 0's type
-      "# HELP g Help with \\\\ and \\n.\n# TYPE g gauge\ng +Inf\n";
-  size_t dropped = 0;
-  const std::string out = MergeMetrics({{"0", w0}, {"1", w1}}, &dropped);
-  EXPECT_EQ(dropped, 6u) << out;
-  // The source's worker label is replaced, not repeated.
-  EXPECT_NE(out.find("a_total{worker=\"0\",x=\"q\\\"\\\\\\n\"} 1\n"),
-            std::string::npos)
-      << out;
-  EXPECT_EQ(out.find("worker=\"9\""), std::string::npos);
-  EXPECT_EQ(out.find("a_total{worker=\"1\"}"), std::string::npos);
-  EXPECT_NE(out.find("f_untyped{worker=\"0\"} 4 1700000000000\n"),
-            std::string::npos);
-  EXPECT_NE(out.find("# HELP g Help with \\\\ and \\n.\n"), std::string::npos);
-  EXPECT_NE(out.find("g{worker=\"1\"} +Inf\n"), std::string::npos);
-  // Whatever the input, the output is one worker label per sample.
-  EXPECT_EQ(MergeMetrics({{"0", std::string("\0\n{}\n\"\n", 7)}}, &dropped),
-            "");
-  EXPECT_EQ(dropped, 3u);
-}
-
 // ---------------------------------------------------------------------------
 // Status merge
 
 Json Sup(const char* state, std::vector<bool> up) {
-  Json ws = Json::MakeArray();
+  Json ws = Json::array();
   for (size_t i = 0; i < up.size(); ++i) {
-    ws.Push(Json::MakeObject()
-                .Set("id", static_cast<int>(i))
-                .Set("pid", 100 + static_cast<int>(i))
-                .Set("up", static_cast<bool>(up[i]))
-                .Set("restarts", static_cast<int>(i)));
+    ws.push_back({{"id", static_cast<int>(i)},
+                  {"pid", 100 + static_cast<int>(i)},
+                  {"up", static_cast<bool>(up[i])},
+                  {"restarts", static_cast<int>(i)}});
   }
-  return Json::MakeObject()
-      .Set("state", state)
-      .Set("uptime_s", 3.5)
-      .Set("workers", std::move(ws));
+  return {{"state", state}, {"uptime_s", 3.5}, {"workers", std::move(ws)}};
 }
 
 Json WorkerJson(const char* state, int pages, int known, int http4xx) {
-  return Json::MakeObject()
-      .Set("state", state)
-      .Set("pages", pages)
-      .Set("pages_per_s", 1.5)
-      .Set("bytes", pages * 100)
-      .Set("queued", 3)
-      .Set("in_flight", 1)
-      .Set("ip_waiting", 0)
-      .Set("hosts", Json::MakeObject()
-                        .Set("known", known)
-                        .Set("active", 1)
-                        .Set("retired", 0))
-      .Set("robots_fetches", known)
-      .Set("uptime_s", 2.0)
-      .Set("counts", Json::MakeObject().Set("http_4xx", http4xx));
+  return {{"state", state},
+          {"pages", pages},
+          {"pages_per_s", 1.5},
+          {"bytes", pages * 100},
+          {"queued", 3},
+          {"in_flight", 1},
+          {"ip_waiting", 0},
+          {"hosts", {{"known", known}, {"active", 1}, {"retired", 0}}},
+          {"robots_fetches", known},
+          {"uptime_s", 2.0},
+          {"counts", {{"http_4xx", http4xx}}}};
 }
 
 TEST(MergeStatus, SumsTheWorkersAndListsEachOne) {
@@ -237,54 +178,52 @@ TEST(MergeStatus, SumsTheWorkersAndListsEachOne) {
   st[1].status = WorkerJson("running", 5, 2, 2);
   st[2].error = "worker 2 (http://127.0.0.1:1/api/status): refused";
   Json j = MergeStatus(Sup("running", {true, true, true}), st);
-  EXPECT_EQ(j.Find("state")->as_string(), "running");
-  EXPECT_EQ(j.Find("pages")->as_number(), 15);
-  EXPECT_EQ(j.Find("pages_per_s")->as_number(), 3.0);
-  EXPECT_EQ(j.Find("bytes")->as_number(), 1500);
-  EXPECT_EQ(j.Find("queued")->as_number(), 6);
-  EXPECT_EQ(j.Find("in_flight")->as_number(), 2);
-  EXPECT_EQ(j.Find("hosts")->Find("known")->as_number(), 6);
-  EXPECT_EQ(j.Find("robots_fetches")->as_number(), 6);
-  EXPECT_EQ(j.Find("uptime_s")->as_number(), 3.5);
-  EXPECT_EQ(j.Find("counts")->Find("http_4xx")->as_number(), 3);
-  const auto& ws = j.Find("workers")->items();
+  EXPECT_EQ(S(j, {"state"}), "running");
+  EXPECT_EQ(N(j, {"pages"}), 15);
+  EXPECT_EQ(N(j, {"pages_per_s"}), 3.0);
+  EXPECT_EQ(N(j, {"bytes"}), 1500);
+  EXPECT_EQ(N(j, {"queued"}), 6);
+  EXPECT_EQ(N(j, {"in_flight"}), 2);
+  EXPECT_EQ(N(j, {"hosts", "known"}), 6);
+  EXPECT_EQ(N(j, {"robots_fetches"}), 6);
+  EXPECT_EQ(N(j, {"uptime_s"}), 3.5);
+  EXPECT_EQ(N(j, {"counts", "http_4xx"}), 3);
+  // Counts stay integers, as a worker writes them.
+  EXPECT_EQ(json::Dump(At(j, {"pages"})), "15");
+  EXPECT_EQ(json::Dump(At(j, {"counts"})), "{\"http_4xx\":3}");
+  const Json ws = At(j, {"workers"});
   ASSERT_EQ(ws.size(), 3u);
-  EXPECT_EQ(ws[1].Find("id")->as_number(), 1);
-  EXPECT_EQ(ws[1].Find("pid")->as_number(), 101);
-  EXPECT_TRUE(ws[1].Find("up")->as_bool());
-  EXPECT_EQ(ws[1].Find("restarts")->as_number(), 1);
-  EXPECT_EQ(ws[1].Find("pages")->as_number(), 5);
-  EXPECT_EQ(*ws[1].Find("status"), st[1].status);
-  EXPECT_EQ(ws[2].Find("status"), nullptr);
-  EXPECT_EQ(ws[2].Find("error")->as_string(), st[2].error);
+  EXPECT_EQ(N(ws[1], {"id"}), 1);
+  EXPECT_EQ(N(ws[1], {"pid"}), 101);
+  EXPECT_TRUE(At(ws[1], {"up"}).get<bool>());
+  EXPECT_EQ(N(ws[1], {"restarts"}), 1);
+  EXPECT_EQ(N(ws[1], {"pages"}), 5);
+  EXPECT_EQ(At(ws[1], {"status"}), st[1].status);
+  EXPECT_EQ(json::Find(ws[2], "status"), nullptr);
+  EXPECT_EQ(S(ws[2], {"error"}), st[2].error);
 }
 
 TEST(MergeStatus, StateIsPausedOnlyWhenEveryAnsweringWorkerIs) {
   std::vector<WorkerStatus> st(2);
   st[0].status = WorkerJson("paused", 1, 1, 0);
   st[1].status = WorkerJson("running", 1, 1, 0);
-  EXPECT_EQ(
-      MergeStatus(Sup("running", {true, true}), st).Find("state")->as_string(),
-      "running");
+  EXPECT_EQ(S(MergeStatus(Sup("running", {true, true}), st), {"state"}),
+            "running");
   st[1].status = WorkerJson("paused", 1, 1, 0);
-  EXPECT_EQ(
-      MergeStatus(Sup("running", {true, true}), st).Find("state")->as_string(),
-      "paused");
-  EXPECT_EQ(
-      MergeStatus(Sup("stopping", {true, true}), st).Find("state")->as_string(),
-      "stopping");
+  EXPECT_EQ(S(MergeStatus(Sup("running", {true, true}), st), {"state"}),
+            "paused");
+  EXPECT_EQ(S(MergeStatus(Sup("stopping", {true, true}), st), {"state"}),
+            "stopping");
   st[1].status = WorkerJson("stopping", 1, 1, 0);
-  EXPECT_EQ(
-      MergeStatus(Sup("running", {true, true}), st).Find("state")->as_string(),
-      "stopping");
+  EXPECT_EQ(S(MergeStatus(Sup("running", {true, true}), st), {"state"}),
+            "stopping");
   // Hostile worker answers: wrong types are ignored, not trusted.
-  st[0].status = Json::MakeObject().Set("pages", "many").Set("hosts", 3);
+  st[0].status = {{"pages", "many"}, {"hosts", 3}};
   st[1] = WorkerStatus{};
   Json j = MergeStatus(Sup("running", {true, false}), st);
-  EXPECT_EQ(j.Find("pages")->as_number(), 0);
-  EXPECT_EQ(j.Find("state")->as_string(), "running");
-  EXPECT_EQ(j.Find("workers")->items()[1].Find("error")->as_string(),
-            "no status");
+  EXPECT_EQ(N(j, {"pages"}), 0);
+  EXPECT_EQ(S(j, {"state"}), "running");
+  EXPECT_EQ(S(At(j, {"workers"})[1], {"error"}), "no status");
 }
 
 // ---------------------------------------------------------------------------
@@ -322,39 +261,37 @@ class FakeWorkers {
     });
     quit_.data = this;
     for (int id = 0; id < 2; ++id) {
-      AdminServer::Options o;
+      http::Server::Options o;
       o.token = kToken;
-      auto s = AdminServer::Create(&loop_, o);
+      auto s = http::Server::Create(&loop_, o);
       EXPECT_TRUE(s.ok());
-      AdminServer* srv = s->get();
+      http::Server* srv = s->get();
       auto record = [this, id](const Request& q) {
         std::lock_guard<std::mutex> lock(mu_);
         seen_.push_back(std::to_string(id) + " " + q.method + " " + q.target +
                         " " + q.body);
       };
-      (void)srv->Route("GET", "/api/status",
-                       [record, id](const Request& q, Responder r) {
-                         record(q);
-                         r.SendJson(200, Json::MakeObject()
-                                             .Set("state", "running")
-                                             .Set("pages", id + 1)
-                                             .Set("queued", 10));
-                       });
       (void)srv->Route(
-          "GET", "/metrics", [record, id](const Request& q, Responder r) {
+          "GET", "/api/status", [record, id](const Request& q, Responder r) {
             record(q);
-            r.Send(
-                Response::MakeText(200,
-                                   "# HELP crawld_pages_fetched_total P.\n"
-                                   "# TYPE crawld_pages_fetched_total counter\n"
-                                   "crawld_pages_fetched_total " +
-                                       std::to_string(id + 1) + "\n",
-                                   std::string(MetricsRegistry::kContentType)));
+            r.SendJson(
+                200, {{"state", "running"}, {"pages", id + 1}, {"queued", 10}});
+          });
+      // A worker's registry, as structured data (GET /api/metrics).
+      (void)srv->Route(
+          "GET", "/api/metrics", [record, id](const Request& q, Responder r) {
+            record(q);
+            metrics::Registry reg;
+            (*reg.GetCounter("crawld_pages_fetched_total", "P."))
+                ->Increment(id + 1);
+            (*reg.GetGauge("crawld_hosts", "H.", {{"state", "known"}}))
+                ->Set(10 * (id + 1));
+            r.SendJson(200, reg.Snapshot());
           });
       for (const char* p : {"/api/pause", "/api/resume", "/api/rules/test"}) {
         (void)srv->Route("POST", p, [record](const Request& q, Responder r) {
           record(q);
-          r.SendJson(200, Json::MakeObject().Set("state", "paused"));
+          r.SendJson(200, {{"state", "paused"}});
         });
       }
       (void)srv->Route("POST", "/api/seeds",
@@ -365,27 +302,23 @@ class FakeWorkers {
                            r.SendError(400, body.status().message());
                            return;
                          }
-                         r.SendJson(200, Json::MakeObject().Set("worker", id));
+                         r.SendJson(200, {{"worker", id}});
                        });
-      (void)srv->Route(
-          "POST", "/api/rules/reload",
-          [record, id](const Request& q, Responder r) {
-            record(q);
-            if (id == 1) {
-              r.SendError(400, "rules.txt:2: bad");
-              return;
-            }
-            r.SendJson(
-                200,
-                Json::MakeObject().Set("reloaded", true).Set("worker", id));
-          });
-      (void)srv->Route("GET", "/api/hosts/{host}",
+      (void)srv->Route("POST", "/api/rules/reload",
                        [record, id](const Request& q, Responder r) {
                          record(q);
-                         r.SendJson(200, Json::MakeObject()
-                                             .Set("worker", id)
-                                             .Set("host", *q.Param("host")));
+                         if (id == 1) {
+                           r.SendError(400, "rules.txt:2: bad");
+                           return;
+                         }
+                         r.SendJson(200, {{"reloaded", true}, {"worker", id}});
                        });
+      (void)srv->Route(
+          "GET", "/api/hosts/{host}",
+          [record, id](const Request& q, Responder r) {
+            record(q);
+            r.SendJson(200, {{"worker", id}, {"host", *q.Param("host")}});
+          });
       WriteFile(data + "/run/admin-" + std::to_string(id) + ".url",
                 "http://127.0.0.1:" + std::to_string(srv->port()) + "\n");
       servers_.push_back(std::move(s).value());
@@ -411,7 +344,7 @@ class FakeWorkers {
  private:
   uv_loop_t loop_{};
   uv_async_t quit_{};
-  std::vector<std::unique_ptr<AdminServer>> servers_;
+  std::vector<std::unique_ptr<http::Server>> servers_;
   std::thread thread_;
   std::mutex mu_;
   std::vector<std::string> seen_;
@@ -454,7 +387,7 @@ Reply Call(int port, const std::string& method, const std::string& target,
 }
 
 Json J(const Reply& r) {
-  auto j = Json::Parse(r.body);
+  auto j = json::Parse(r.body);
   return j.ok() ? *j : Json();
 }
 
@@ -501,16 +434,15 @@ TEST_F(SupervisorAdminServer, ForwardsEachEndpointToTheRightWorkers) {
   o.worker_timeout_ms = 2000;
   SupervisorAdmin::View view;
   view.supervisor_status = [&] {
-    Json ws = Json::MakeArray();
+    Json ws = Json::array();
     for (int i = 0; i < 3; ++i) {
       const bool up = i == 0 ? w0_up.load() : i == 2 ? w2_up.load() : true;
-      ws.Push(Json::MakeObject()
-                  .Set("id", i)
-                  .Set("pid", i == 1 ? w1_pid.load() : 1000 + i)
-                  .Set("up", up)
-                  .Set("restarts", i == 2 ? 4 : 0));
+      ws.push_back({{"id", i},
+                    {"pid", i == 1 ? w1_pid.load() : 1000 + i},
+                    {"up", up},
+                    {"restarts", i == 2 ? 4 : 0}});
     }
-    return Json::MakeObject().Set("state", "running").Set("workers", ws);
+    return Json{{"state", "running"}, {"workers", ws}};
   };
   view.stop = [&](const std::string& why) {
     stopped = why;
@@ -549,6 +481,7 @@ TEST_F(SupervisorAdminServer, ForwardsEachEndpointToTheRightWorkers) {
     got["noauth"] = Call(port, "GET", "/api/status", "", false);
     got["status"] = Call(port, "GET", "/api/status");
     got["metrics"] = Call(port, "GET", "/metrics");
+    got["metrics_json"] = Call(port, "GET", "/api/metrics");
     got["seeds"] =
         Call(port, "POST", "/api/seeds", R"({"urls":["http://a/"]})");
     got["seeds_bad"] = Call(port, "POST", "/api/seeds", "{not json");
@@ -585,15 +518,14 @@ TEST_F(SupervisorAdminServer, ForwardsEachEndpointToTheRightWorkers) {
 
   ASSERT_EQ(got["status"].status, 200) << got["status"].body;
   Json st = J(got["status"]);
-  EXPECT_EQ(st.Find("pages")->as_number(), 3);  // 1 + 2
-  EXPECT_EQ(st.Find("queued")->as_number(), 20);
-  const auto& ws = st.Find("workers")->items();
+  EXPECT_EQ(N(st, {"pages"}), 3);  // 1 + 2
+  EXPECT_EQ(N(st, {"queued"}), 20);
+  const Json ws = At(st, {"workers"});
   ASSERT_EQ(ws.size(), 3u);
-  EXPECT_EQ(ws[1].Find("status")->Find("pages")->as_number(), 2);
-  EXPECT_EQ(ws[1].Find("pid")->as_number(), 1001);
-  EXPECT_NE(ws[2].Find("error")->as_string().find("worker 2"),
-            std::string::npos);
-  EXPECT_EQ(ws[2].Find("restarts")->as_number(), 4);
+  EXPECT_EQ(N(ws[1], {"status", "pages"}), 2);
+  EXPECT_EQ(N(ws[1], {"pid"}), 1001);
+  EXPECT_NE(S(ws[2], {"error"}).find("worker 2"), std::string::npos);
+  EXPECT_EQ(N(ws[2], {"restarts"}), 4);
 
   ASSERT_EQ(got["metrics"].status, 200);
   Exposition m = Parse(got["metrics"].body);
@@ -605,23 +537,30 @@ TEST_F(SupervisorAdminServer, ForwardsEachEndpointToTheRightWorkers) {
   EXPECT_EQ(m.samples["crawld_worker_scrape_ok{worker=1,}"], "1");
   EXPECT_EQ(m.samples["crawld_worker_restarts_total{worker=2,}"], "4");
   EXPECT_EQ(m.samples["crawld_workers_up{}"], "3");
+  EXPECT_EQ(m.samples["crawld_hosts{state=known,worker=1,}"], "20");
+  EXPECT_EQ(m.type["crawld_pages_fetched_total"], "counter");
+  for (const auto& [name, n] : m.type_lines) EXPECT_EQ(n, 1) << name;
+  for (const auto& [name, n] : m.help_lines) EXPECT_EQ(n, 1) << name;
+  // The same registry as data.
+  ASSERT_EQ(got["metrics_json"].status, 200);
+  metrics::Registry again;
+  EXPECT_EQ(again.Import(J(got["metrics_json"])), 0u);
+  EXPECT_EQ(again.Render(), got["metrics"].body);
 
   EXPECT_EQ(got["seeds"].status, 200);
-  EXPECT_EQ(J(got["seeds"]).Find("worker")->as_number(), 0);
+  EXPECT_EQ(N(J(got["seeds"]), {"worker"}), 0);
   EXPECT_EQ(got["seeds_bad"].status, 400);
-  EXPECT_EQ(J(got["seeds_bad"]).Find("status")->as_number(), 400);
+  EXPECT_EQ(N(J(got["seeds_bad"]), {"status"}), 400);
 
   EXPECT_EQ(got["host1"].status, 200);
-  EXPECT_EQ(J(got["host1"]).Find("worker")->as_number(), 1);
-  EXPECT_EQ(J(got["host1"]).Find("host")->as_string(),
-            HostOwnedBy(1, 3) + ":8080");
-  EXPECT_EQ(J(got["host1_origin"]).Find("worker")->as_number(), 1);
+  EXPECT_EQ(N(J(got["host1"]), {"worker"}), 1);
+  EXPECT_EQ(S(J(got["host1"]), {"host"}), HostOwnedBy(1, 3) + ":8080");
+  EXPECT_EQ(N(J(got["host1_origin"]), {"worker"}), 1);
   EXPECT_EQ(got["host2"].status, 502);
-  EXPECT_NE(J(got["host2"]).Find("error")->as_string().find("worker 2"),
-            std::string::npos);
+  EXPECT_NE(S(J(got["host2"]), {"error"}).find("worker 2"), std::string::npos);
 
   EXPECT_EQ(got["reload"].status, 400);
-  EXPECT_EQ(J(got["reload"]).Find("error")->as_string(), "rules.txt:2: bad");
+  EXPECT_EQ(S(J(got["reload"]), {"error"}), "rules.txt:2: bad");
 
   EXPECT_EQ(got["pause"].status, 502);
   EXPECT_NE(got["pause"].body.find("worker 2"), std::string::npos);
@@ -629,15 +568,14 @@ TEST_F(SupervisorAdminServer, ForwardsEachEndpointToTheRightWorkers) {
   EXPECT_NE(got["pause_w2_down"].body.find("worker 2 is not running"),
             std::string::npos);
   Json st2 = J(got["status_w2_down"]);
-  EXPECT_EQ(st2.Find("workers")->items()[2].Find("error")->as_string(),
-            "worker 2 is not running");
+  EXPECT_EQ(S(At(st2, {"workers"})[2], {"error"}), "worker 2 is not running");
   EXPECT_EQ(got["resume"].status, 502);
 
   EXPECT_EQ(got["seeds_w0_down"].status, 200);
-  EXPECT_EQ(J(got["seeds_w0_down"]).Find("worker")->as_number(), 1);
+  EXPECT_EQ(N(J(got["seeds_w0_down"]), {"worker"}), 1);
 
   EXPECT_EQ(got["stop"].status, 200);
-  EXPECT_EQ(J(got["stop"]).Find("state")->as_string(), "stopping");
+  EXPECT_EQ(S(J(got["stop"]), {"state"}), "stopping");
   EXPECT_EQ(stopped, "api stop");
   EXPECT_FALSE(std::filesystem::exists(data_ + "/run/admin.url"));
 
@@ -655,8 +593,130 @@ TEST_F(SupervisorAdminServer, ForwardsEachEndpointToTheRightWorkers) {
   EXPECT_EQ(count("0 POST /api/seeds {\"urls\":[\"http://a/\"]}"), 1);
   EXPECT_EQ(count("1 POST /api/seeds {\"urls\":[]}"), 1);
   EXPECT_EQ(count("0 GET /api/hosts"), 0);
+  EXPECT_EQ(count("0 GET /api/metrics"), 2);
   EXPECT_EQ(count("1 GET /api/hosts"), 2);
   EXPECT_EQ(count("0 POST /api/stop"), 0);
+}
+
+// Issue 13: the supervisor's handlers asked the workers with blocking
+// libcurl calls, so one hung worker froze the whole API (and the
+// supervisor's loop) for the call's timeout. Now a call that waits for a
+// hung worker delays nothing else.
+TEST_F(SupervisorAdminServer, AHungWorkerDelaysOnlyTheCallsThatNeedIt) {
+  // The worker: /api/status never answers, /api/hosts at once.
+  uv_loop_t wloop;
+  uv_loop_init(&wloop);
+  std::atomic<int> status_calls{0};
+  std::vector<Responder> hung;
+  std::unique_ptr<http::Server> worker;
+  {
+    http::Server::Options o;
+    auto w = http::Server::Create(&wloop, o);
+    ASSERT_TRUE(w.ok());
+    worker = std::move(w).value();
+    ASSERT_TRUE(worker
+                    ->Route("GET", "/api/status",
+                            [&](const Request&, Responder r) {
+                              hung.push_back(std::move(r));
+                              ++status_calls;
+                            })
+                    .ok());
+    ASSERT_TRUE(worker
+                    ->Route("GET", "/api/hosts/{host}",
+                            [](const Request&, Responder r) {
+                              r.SendJson(200, {{"worker", 0}});
+                            })
+                    .ok());
+    WriteFile(data_ + "/run/admin-0.url",
+              "http://127.0.0.1:" + std::to_string(worker->port()) + "\n");
+  }
+  // Stops the worker's loop from the main thread: drops what keeps it
+  // alive, on its own thread.
+  struct WorkerSide {
+    std::vector<Responder>* hung;
+    std::unique_ptr<http::Server>* worker;
+  } wside{&hung, &worker};
+  uv_async_t wquit;
+  wquit.data = &wside;
+  uv_async_init(&wloop, &wquit, [](uv_async_t* a) {
+    auto* w = static_cast<WorkerSide*>(a->data);
+    w->hung->clear();
+    w->worker->reset();
+    uv_close(reinterpret_cast<uv_handle_t*>(a), nullptr);
+  });
+  const uint16_t worker_port = worker->port();
+  std::thread wthread([&] { uv_run(&wloop, UV_RUN_DEFAULT); });
+
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  SupervisorAdmin::Options o;
+  o.data_dir = data_;
+  o.worker_timeout_ms = 3000;
+  auto started = SupervisorAdmin::Start(&loop, o, {});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  std::unique_ptr<SupervisorAdmin> admin = std::move(started).value();
+  // Start() removed the worker's URL file (stale, to it): write it again.
+  WriteFile(data_ + "/run/admin-0.url",
+            "http://127.0.0.1:" + std::to_string(worker_port) + "\n");
+  const int port = admin->port();
+  // Ends the supervisor's loop: the clients are done, or 30 s passed.
+  struct SupSide {
+    std::unique_ptr<SupervisorAdmin>* admin;
+    uv_timer_t watchdog;
+    uv_async_t done;
+    void End() {
+      admin->reset();
+      if (!uv_is_closing(reinterpret_cast<uv_handle_t*>(&watchdog))) {
+        uv_close(reinterpret_cast<uv_handle_t*>(&watchdog), nullptr);
+        uv_close(reinterpret_cast<uv_handle_t*>(&done), nullptr);
+      }
+    }
+  } side{&admin, {}, {}};
+  uv_timer_init(&loop, &side.watchdog);
+  side.watchdog.data = &side;
+  uv_timer_start(
+      &side.watchdog,
+      [](uv_timer_t* t) { static_cast<SupSide*>(t->data)->End(); }, 30000, 0);
+  uv_async_init(&loop, &side.done,
+                [](uv_async_t* a) { static_cast<SupSide*>(a->data)->End(); });
+  side.done.data = &side;
+
+  using Clock = std::chrono::steady_clock;
+  Reply status, host;
+  Clock::time_point status_done, host_done, host_start;
+  std::thread clients([&] {
+    std::thread slow([&] {
+      status = Call(port, "GET", "/api/status", "", false);
+      status_done = Clock::now();
+    });
+    for (int i = 0; i < 500 && status_calls == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    host_start = Clock::now();
+    host = Call(port, "GET", "/api/hosts/a.test", "", false);
+    host_done = Clock::now();
+    slow.join();
+    uv_async_send(&side.done);
+  });
+  uv_run(&loop, UV_RUN_DEFAULT);
+  clients.join();
+  uv_run(&loop, UV_RUN_DEFAULT);
+  EXPECT_EQ(uv_loop_close(&loop), 0);
+  uv_async_send(&wquit);
+  wthread.join();
+  EXPECT_EQ(uv_loop_close(&wloop), 0);
+
+  EXPECT_EQ(status_calls, 1);
+  EXPECT_EQ(host.status, 200) << host.body;
+  EXPECT_EQ(N(J(host), {"worker"}), 0);
+  // The status waited for the worker's timeout and says so...
+  ASSERT_EQ(status.status, 200) << status.body;
+  EXPECT_NE(S(At(J(status), {"workers"})[0], {"error"}).find("worker 0"),
+            std::string::npos)
+      << status.body;
+  // ...while the host call went through in the meantime.
+  EXPECT_LT(host_done, status_done);
+  EXPECT_LT(host_done - host_start, std::chrono::milliseconds(2000));
 }
 
 TEST_F(SupervisorAdminServer, RefusesBadOptionsAndATakenPort) {

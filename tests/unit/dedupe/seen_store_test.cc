@@ -916,3 +916,38 @@ TEST(PairTable, RefusesToGrowPastBudgetAndStaysExact) {
 
 }  // namespace
 }  // namespace crawld::dedupe
+
+namespace crawld::dedupe {
+namespace {
+
+// A worker checkpoints the seen store together with its queues: a URL the
+// queues could lose must not be remembered as seen (issue 13, the kill
+// path). With flush_only, only Flush() makes fingerprints durable.
+TEST(UrlSeenStore, FlushOnlyKeepsNothingThatWasNotFlushed) {
+  TempDir dir;
+  Options o = SmallOptions(dir.path());
+  o.flush_only = true;
+  o.batch_size = 4;  // many times over: still nothing written
+  {
+    auto s = MustOpen(o);
+    for (uint64_t fp = 1; fp <= 100; ++fp) {
+      ASSERT_TRUE(*s->InsertIfNew(7, fp));
+    }
+    ASSERT_TRUE(s->Flush().ok());
+    for (uint64_t fp = 101; fp <= 300; ++fp) {
+      ASSERT_TRUE(*s->InsertIfNew(7, fp));
+      ASSERT_FALSE(*s->InsertIfNew(7, fp));  // seen while it runs
+    }
+    // Destroyed without a Flush: a stop whose checkpoint failed.
+  }
+  auto s = MustOpen(o);
+  for (uint64_t fp = 1; fp <= 100; ++fp) {
+    EXPECT_FALSE(*s->InsertIfNew(7, fp)) << fp;
+  }
+  for (uint64_t fp = 101; fp <= 300; ++fp) {
+    EXPECT_TRUE(*s->InsertIfNew(7, fp)) << fp;
+  }
+}
+
+}  // namespace
+}  // namespace crawld::dedupe

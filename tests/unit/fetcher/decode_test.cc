@@ -1,6 +1,8 @@
 // Tests of fetcher::DecodeBody (RFC 9110 8.4.1 content codings).
+#include <brotli/encode.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include "fetcher/fetcher.h"
 
@@ -23,6 +25,55 @@ std::string Compress(const std::string& in, int window_bits) {
 std::string Gzip(const std::string& s) { return Compress(s, 15 + 16); }
 std::string Zlib(const std::string& s) { return Compress(s, 15); }
 std::string RawDeflate(const std::string& s) { return Compress(s, -15); }
+
+std::string Brotli(const std::string& in, int quality = 5) {
+  size_t n = BrotliEncoderMaxCompressedSize(in.size());
+  std::string out(n == 0 ? in.size() + 1024 : n, '\0');
+  EXPECT_TRUE(BrotliEncoderCompress(
+      quality, BROTLI_DEFAULT_WINDOW, BROTLI_MODE_GENERIC, in.size(),
+      reinterpret_cast<const uint8_t*>(in.data()), &n,
+      reinterpret_cast<uint8_t*>(out.data())));
+  out.resize(n);
+  return out;
+}
+
+// One zstd frame, streamed (no content size, so the frame declares the
+// window it was made with); window_log 0 = the level's default. With
+// `checksum`, the frame carries XXH64 of its content (RFC 8878 3.1.1).
+std::string Zstd(const std::string& in, int level = 3, int window_log = 0,
+                 bool checksum = false) {
+  ZSTD_CCtx* c = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
+  if (window_log > 0) ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, window_log);
+  ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, checksum ? 1 : 0);
+  std::string out(ZSTD_compressBound(in.size()) + 64, '\0');
+  ZSTD_inBuffer input{in.data(), in.size(), 0};
+  ZSTD_outBuffer output{out.data(), out.size(), 0};
+  // Input first, then the end: with ZSTD_e_end from the start zstd would
+  // know the size and shrink the window to it.
+  EXPECT_FALSE(
+      ZSTD_isError(ZSTD_compressStream2(c, &output, &input, ZSTD_e_continue)));
+  ZSTD_inBuffer none{nullptr, 0, 0};
+  size_t left;
+  do {
+    left = ZSTD_compressStream2(c, &output, &none, ZSTD_e_end);
+    EXPECT_FALSE(ZSTD_isError(left));
+  } while (left != 0 && !ZSTD_isError(left));
+  ZSTD_freeCCtx(c);
+  out.resize(output.pos);
+  return out;
+}
+
+// Letters from a fixed generator: compresses about 2:1, so it stays large.
+std::string Noise(size_t n) {
+  std::string s(n, '\0');
+  uint32_t x = 99;
+  for (char& c : s) {
+    x = x * 1103515245 + 12345;
+    c = static_cast<char>('a' + (x >> 16) % 26);
+  }
+  return s;
+}
 
 std::string Text(size_t n) {
   std::string s;
@@ -88,10 +139,167 @@ TEST(Rfc9110, Sec8_4_CodingListIsUndoneRightToLeft) {
   EXPECT_EQ(*d, t);
 }
 
+// "br" was the example here until br was decoded (issue 14).
 TEST(Rfc9110, Sec8_4_UnsupportedCodingIsInvalidArgument) {
-  auto d = DecodeBody(Make("br", "xxxx"), 1 << 20);
-  ASSERT_FALSE(d.ok());
-  EXPECT_EQ(d.status().code(), Status::Code::kInvalidArgument);
+  for (const char* coding : {"compress", "x-custom", "gzip, compress"}) {
+    auto d = DecodeBody(Make(coding, "xxxx"), 1 << 20);
+    ASSERT_FALSE(d.ok()) << coding;
+    EXPECT_EQ(d.status().code(), Status::Code::kInvalidArgument) << coding;
+  }
+}
+
+// RFC 7932 via RFC 9110 8.4.1 (the "br" coding registered in the HTTP
+// Content Coding Registry).
+TEST(Rfc7932, Issue14_BrotliDecodes) {
+  const std::string t = Text(50000);
+  for (int quality : {0, 5, 11}) {
+    auto d = DecodeBody(Make("br", Brotli(t, quality)), 1 << 20);
+    ASSERT_TRUE(d.ok()) << quality << d.status().ToString();
+    EXPECT_EQ(*d, t);
+  }
+  auto upper = DecodeBody(Make("BR", Brotli(t)), 1 << 20);
+  ASSERT_TRUE(upper.ok());
+  EXPECT_EQ(*upper, t);
+}
+
+// RFC 8878 3.1: a zstd stream is one or more frames; skippable frames
+// (3.1.2) carry no content.
+TEST(Rfc8878, Issue14_ZstdFramesDecode) {
+  const std::string t = Text(50000);
+  auto d = DecodeBody(Make("zstd", Zstd(t)), 1 << 20);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(*d, t);
+  // Two frames and a skippable frame between them.
+  const std::string skippable =
+      std::string("\x50\x2a\x4d\x18\x03\x00\x00\x00", 8) + "abc";
+  auto two = DecodeBody(
+      Make("zstd", Zstd("first ") + skippable + Zstd("second")), 1 << 20);
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(*two, "first second");
+}
+
+// RFC 8878 3.1.1.1.2 asks HTTP decoders for windows up to 8 MiB; a frame
+// asking for more is refused instead of allocating it (memory bomb).
+TEST(Rfc8878, Sec3_1_1_1_2_ZstdWindowOver8MiBIsRefused) {
+  const std::string t = Text(1000);
+  auto ok = DecodeBody(Make("zstd", Zstd(t, 19, 23)), 1 << 20);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(*ok, t);
+  auto big = DecodeBody(Make("zstd", Zstd(t, 19, 27)), 1 << 20);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), Status::Code::kCorruption);
+}
+
+// Issue 14: a body that does not decode is an error, never an empty body,
+// whatever the coding.
+TEST(DecodeBody, Issue14_UndecodableBodiesAreErrorsNotEmpty) {
+  const std::string t = Text(20000);
+  struct Case {
+    const char* coding;
+    std::string body;
+  };
+  // zstd and brotli have no mandatory checksum; a flipped byte is caught
+  // by zstd's optional one, and (for this input) by brotli's format.
+  std::string br = Brotli(t), zs = Zstd(t, 3, 0, /*checksum=*/true),
+              gz = Gzip(t);
+  br[br.size() / 2] ^= 0x5a;
+  zs[zs.size() / 2] ^= 0x5a;
+  gz[gz.size() / 2] ^= 0x5a;
+  for (const Case& c :
+       {Case{"br", br}, Case{"zstd", zs}, Case{"gzip", gz},
+        Case{"br", "not brotli at all"}, Case{"zstd", "not zstd at all"},
+        Case{"gzip", "not gzip at all"},
+        Case{"gzip, br", Brotli("plain, not gzip")}}) {
+    auto d = DecodeBody(Make(c.coding, c.body), 1 << 20);
+    EXPECT_FALSE(d.ok()) << c.coding << ": decoded " << d->size() << " bytes";
+    if (!d.ok()) {
+      EXPECT_EQ(d.status().code(), Status::Code::kCorruption) << c.coding;
+    }
+  }
+}
+
+TEST(DecodeBody, Issue14_IncompleteBrAndZstdAreCorruptionUnlessTruncated) {
+  const std::string t = Text(100000) + Noise(777);
+  for (const char* coding : {"br", "zstd"}) {
+    const std::string whole = std::string(coding) == "br" ? Brotli(t) : Zstd(t);
+    Response r = Make(coding, whole.substr(0, whole.size() - 3));
+    auto d = DecodeBody(r, 1 << 20);
+    EXPECT_EQ(d.status().code(), Status::Code::kCorruption) << coding;
+    r.truncated = true;  // the fetcher cut it: the prefix is what we have
+    auto p = DecodeBody(r, 1 << 20);
+    ASSERT_TRUE(p.ok()) << coding << p.status().ToString();
+    EXPECT_EQ(*p, t.substr(0, p->size())) << coding;
+  }
+}
+
+TEST(DecodeBody, Issue14_BrAndZstdBombsAreCapped) {
+  const std::string zeros(64 << 20, '\0');
+  for (const char* coding : {"br", "zstd"}) {
+    const std::string bomb =
+        std::string(coding) == "br" ? Brotli(zeros, 9) : Zstd(zeros, 19, 23);
+    ASSERT_LT(bomb.size(), 64u * 1024) << coding;
+    bool capped = false;
+    auto d = DecodeBody(Make(coding, bomb), 1 << 20, &capped);
+    ASSERT_TRUE(d.ok()) << coding << d.status().ToString();
+    EXPECT_TRUE(capped) << coding;
+    EXPECT_EQ(d->size(), size_t{1} << 20) << coding;
+  }
+}
+
+TEST(DecodeBody, Issue14_BrAndZstdOutputExactlyAtCapIsNotCapped) {
+  const std::string t = Text(4096);
+  for (const char* coding : {"br", "zstd"}) {
+    const std::string body = std::string(coding) == "br" ? Brotli(t) : Zstd(t);
+    bool capped = true;
+    auto d = DecodeBody(Make(coding, body), 4096, &capped);
+    ASSERT_TRUE(d.ok()) << coding << d.status().ToString();
+    EXPECT_EQ(*d, t) << coding;
+    EXPECT_FALSE(capped) << coding;
+    d = DecodeBody(Make(coding, body), 4095, &capped);
+    ASSERT_TRUE(d.ok()) << coding;
+    EXPECT_EQ(*d, t.substr(0, 4095)) << coding;
+    EXPECT_TRUE(capped) << coding;
+  }
+}
+
+TEST(DecodeBody, Issue14_EmptyBrAndZstdBodiesAreEmpty) {
+  for (const char* coding : {"br", "zstd"}) {
+    auto d = DecodeBody(Make(coding, ""), 100);
+    ASSERT_TRUE(d.ok()) << coding;
+    EXPECT_EQ(*d, "");
+  }
+}
+
+// Spilled to disk, decoded chunk by chunk across codings.
+TEST(Rfc9110, Sec8_4_BrOverGzipListSpilledDecodes) {
+  const std::string t = Noise(300000);
+  Response r = Make("gzip, br", Brotli(Gzip(t)), /*memory_limit=*/1024);
+  ASSERT_TRUE(r.body.spilled());
+  auto d = DecodeBody(r, 1 << 20);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_TRUE(*d == t);
+  Response z = Make("zstd, deflate", Zlib(Zstd(t)), 1024);
+  d = DecodeBody(z, 1 << 20);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_TRUE(*d == t);
+}
+
+TEST(DecodeBody, Crawld_DecodableCodingsAreTheDefaultAcceptEncoding) {
+  EXPECT_EQ(Options().accept_encoding, kDecodableCodings);
+  for (std::string_view rest = kDecodableCodings; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    std::string coding(rest.substr(0, comma));
+    while (!coding.empty() && coding.front() == ' ') coding.erase(0, 1);
+    std::string body;
+    if (coding == "gzip") body = Gzip("x");
+    if (coding == "deflate") body = Zlib("x");
+    if (coding == "br") body = Brotli("x");
+    if (coding == "zstd") body = Zstd("x");
+    auto d = DecodeBody(Make(coding, body), 100);
+    ASSERT_TRUE(d.ok()) << coding << d.status().ToString();
+    EXPECT_EQ(*d, "x") << coding;
+    rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+  }
 }
 
 // RFC 1952 2.2: a gzip file may hold several members.
@@ -175,11 +383,12 @@ TEST(DecodeBody, Crawld_RandomizedAgainstModel) {
     x ^= x << 17;
     return x;
   };
-  const char* kEncodings[] = {"gzip", "deflate", "x-gzip", "", "identity"};
-  for (int iter = 0; iter < 600; ++iter) {
+  const char* kEncodings[] = {"gzip",     "deflate", "x-gzip", "",
+                              "identity", "br",      "zstd"};
+  for (int iter = 0; iter < 800; ++iter) {
     std::string text(next() % 20000, '\0');
     for (char& c : text) c = static_cast<char>('a' + next() % 4);
-    int kind = static_cast<int>(next() % 5);
+    int kind = static_cast<int>(next() % 7);
     std::string body;
     switch (kind) {
       case 0:
@@ -188,6 +397,12 @@ TEST(DecodeBody, Crawld_RandomizedAgainstModel) {
         break;
       case 1:
         body = next() % 2 ? Zlib(text) : RawDeflate(text);
+        break;
+      case 5:
+        body = Brotli(text, static_cast<int>(next() % 12));
+        break;
+      case 6:
+        body = Zstd(text, static_cast<int>(1 + next() % 19));
         break;
       default:
         body = text;

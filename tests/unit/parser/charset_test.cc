@@ -1,12 +1,10 @@
 // Tests of the parser's private helpers: encoding labels, Content-Type
-// charset, the <meta> prescan, UTF-8 utilities and the nesting pre-scan.
+// charset, the <meta> prescan and the UTF-8 utilities.
 #include "parser/charset.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "parser/nesting.h"
 
 namespace crawld::parser::internal {
 namespace {
@@ -117,46 +115,6 @@ TEST(Crawld, DecodeKeepsValidUtf8WithoutCopy) {
   EXPECT_EQ(d.charset, "utf-8");
   EXPECT_EQ(d.html.data(), body.data());
   EXPECT_FALSE(d.truncated);
-}
-
-TEST(Crawld, NestingScanCountsOnlyNestableElements) {
-  constexpr size_t kNpos = std::string_view::npos;
-  std::string deep;
-  for (int i = 0; i < 20; ++i) deep += "<div>";
-  EXPECT_EQ(NestingCutOffset(deep, 19), 19u * 5);
-  EXPECT_EQ(NestingCutOffset(deep, 20), kNpos);
-  // Closed elements, void elements, implied end tags: flat.
-  std::string flat;
-  for (int i = 0; i < 100; ++i) flat += "<div><br><img src=x><p><li></div>";
-  EXPECT_EQ(NestingCutOffset(flat, 16), kNpos);
-  // Unmatched end tags do not pop anything.
-  std::string tricky;
-  for (int i = 0; i < 20; ++i) tricky += "<div></span>";
-  EXPECT_NE(NestingCutOffset(tricky, 16), kNpos);
-  // An end tag pops up to its element (unclosed inline children with it).
-  std::string sloppy;
-  for (int i = 0; i < 100; ++i) sloppy += "<div><font><b>x</div>";
-  EXPECT_EQ(NestingCutOffset(sloppy, 16), kNpos);
-  // Comments, raw text and quoted attributes hide markup.
-  std::string hidden = "<!--";
-  for (int i = 0; i < 50; ++i) hidden += "<div>";
-  hidden += "--><script>";
-  for (int i = 0; i < 50; ++i) hidden += "<div>";
-  hidden += "</script><p title='";
-  for (int i = 0; i < 50; ++i) hidden += "<div>";
-  hidden += "'>";
-  EXPECT_EQ(NestingCutOffset(hidden, 16), kNpos);
-  // Self-closing counts as closed only in foreign content.
-  std::string svg = "<svg>";
-  for (int i = 0; i < 100; ++i) svg += "<path d='M0 0'/>";
-  svg += "</svg>";
-  EXPECT_EQ(NestingCutOffset(svg, 16), kNpos);
-  std::string html_self;
-  for (int i = 0; i < 100; ++i) html_self += "<div/>";
-  EXPECT_NE(NestingCutOffset(html_self, 16), kNpos);
-  std::string breakout = "<svg>";
-  for (int i = 0; i < 100; ++i) breakout += "<div/>";
-  EXPECT_NE(NestingCutOffset(breakout, 16), kNpos);
 }
 
 }  // namespace

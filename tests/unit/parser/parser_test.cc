@@ -36,6 +36,12 @@ std::vector<std::string> Urls(const Page& p) {
   return v;
 }
 
+std::vector<std::string> OtherUrls(const Page& p) {
+  std::vector<std::string> v;
+  for (const Link& l : p.other_links) v.push_back(l.url);
+  return v;
+}
+
 using V = std::vector<std::string>;
 
 // --- Links and resolution -------------------------------------------------
@@ -179,15 +185,16 @@ TEST(HtmlSpec, LinkRelIsCaseInsensitiveTokenSet) {
       "<link rel='alternate stylesheet' href='/alt.css'>"
       "<link rel='NEXT nofollow' href='?page=2'>"
       "<link rel='icon' href='/favicon.ico'></head>");
-  ASSERT_EQ(p.links.size(), 3u);
-  EXPECT_EQ(p.links[0].url, "http://example.com/canon");
-  EXPECT_EQ(p.links[0].kind, LinkKind::kCanonical);
-  EXPECT_EQ(p.links[1].url, "http://example.com/de/");
-  EXPECT_EQ(p.links[1].kind, LinkKind::kAlternate);
-  EXPECT_EQ(p.links[2].url, "http://example.com/dir/page.html?page=2");
-  EXPECT_EQ(p.links[2].kind, LinkKind::kNext);
-  EXPECT_TRUE(p.links[2].nofollow);
+  ASSERT_EQ(p.other_links.size(), 3u);
+  EXPECT_EQ(p.other_links[0].url, "http://example.com/canon");
+  EXPECT_EQ(p.other_links[0].kind, LinkKind::kCanonical);
+  EXPECT_EQ(p.other_links[1].url, "http://example.com/de/");
+  EXPECT_EQ(p.other_links[1].kind, LinkKind::kAlternate);
+  EXPECT_EQ(p.other_links[2].url, "http://example.com/dir/page.html?page=2");
+  EXPECT_EQ(p.other_links[2].kind, LinkKind::kNext);
+  EXPECT_TRUE(p.other_links[2].nofollow);
   EXPECT_EQ(p.canonical, "http://example.com/canon");
+  EXPECT_TRUE(p.links.empty());  // not hyperlinks (issue 15)
 }
 
 TEST(Crawld, CanonicalIsFirstResolvedAgainstBase) {
@@ -209,27 +216,28 @@ TEST(HtmlSpec, MetaRefreshLenientParsing) {
       "<meta http-equiv=refresh content='3'>"
       "<meta http-equiv=refresh content='soon; url=/bad'>"
       "<meta http-equiv=refresh content='7;/r5'>");
-  EXPECT_EQ(Urls(p), (V{"http://example.com/r1", "http://example.com/r2",
-                        "http://example.com/r3", "http://example.com/r4",
-                        "http://example.com/r5"}));
-  for (const Link& l : p.links) EXPECT_EQ(l.kind, LinkKind::kRefresh);
+  EXPECT_EQ(OtherUrls(p), (V{"http://example.com/r1", "http://example.com/r2",
+                             "http://example.com/r3", "http://example.com/r4",
+                             "http://example.com/r5"}));
+  for (const Link& l : p.other_links) EXPECT_EQ(l.kind, LinkKind::kRefresh);
+  EXPECT_TRUE(p.links.empty());  // not hyperlinks (issue 15)
 }
 
 TEST(Crawld, FramesToggle) {
   const char* html = "<frameset><frame src='/f1'><frame src='f2'></frameset>";
   Page on = ExtractHtml(html);
-  EXPECT_EQ(Urls(on),
+  EXPECT_EQ(OtherUrls(on),
             (V{"http://example.com/f1", "http://example.com/dir/f2"}));
-  EXPECT_EQ(on.links[0].kind, LinkKind::kFrame);
+  EXPECT_EQ(on.other_links[0].kind, LinkKind::kFrame);
   Page iframe = ExtractHtml("<p>x<iframe src='/if'>fallback text</iframe>");
-  ASSERT_EQ(iframe.links.size(), 1u);
-  EXPECT_EQ(iframe.links[0].kind, LinkKind::kIframe);
+  ASSERT_EQ(iframe.other_links.size(), 1u);
+  EXPECT_EQ(iframe.other_links[0].kind, LinkKind::kIframe);
   EXPECT_EQ(iframe.text, "x");
   Options off;
   off.extract_frames = false;
-  EXPECT_TRUE(ExtractHtml(html, "", off).links.empty());
+  EXPECT_TRUE(ExtractHtml(html, "", off).other_links.empty());
   EXPECT_TRUE(
-      ExtractHtml("<iframe src='/if'></iframe>", "", off).links.empty());
+      ExtractHtml("<iframe src='/if'></iframe>", "", off).other_links.empty());
 }
 
 TEST(HtmlSpec, RelNofollowPerLink) {
@@ -296,8 +304,73 @@ TEST(Crawld, TextExcludesScriptStyleTemplateNoscript) {
       "<script>alert(1)</script><noscript><a href='/ns'>no js</a></noscript>"
       "<template><a href='/tpl'>tpl</a></template>tail<br>end</body>");
   EXPECT_EQ(p.text, "Head line First paragraph. Second tail end");
-  // Links in <noscript> count, in <template> (inert) and <script> not.
-  EXPECT_EQ(Urls(p), (V{"http://example.com/ns"}));
+  // Links in <template> (inert) and <script> are not links; nor, in a
+  // browser with scripting on (the default), those in <noscript>: issue 15.
+  EXPECT_EQ(Urls(p), V{});
+}
+
+// https://html.spec.whatwg.org/multipage/parsing.html#parsing-main-inbody
+// ("A start tag whose tag name is "noscript", if the scripting flag is
+// enabled": the generic raw text element parsing algorithm).
+TEST(HtmlSpec, Issue15_NoscriptIsRawTextWithScripting) {
+  const char* html =
+      "<head><noscript><link rel=stylesheet href=/ns.css><base href=/nb/>"
+      "</noscript></head><body><p><noscript><a href=/ns1>1</a>"
+      "<textarea></noscript><a href=/after>after</a></textarea>";
+  Page on = ExtractHtml(html);
+  EXPECT_EQ(Urls(on), (V{"http://example.com/after"}));
+  EXPECT_EQ(on.base_url, kDoc);
+  // Scripting off: <noscript> is markup, as Gumbo builds it.
+  Options off;
+  off.scripting = false;
+  Page p = ExtractHtml("<p><noscript><a href=/ns1>1</a></noscript>", "", off);
+  EXPECT_EQ(Urls(p), (V{"http://example.com/ns1"}));
+  // A <noscript> inside <select> is ignored by the tree builder: its
+  // content is markup (the pre-pass guesses, Gumbo's tree settles it).
+  Page sel = ExtractHtml(
+      "<select><noscript><option><a href=/x></select>"
+      "<noscript><a href=/y></noscript><a href=/z>");
+  EXPECT_EQ(Urls(sel), (V{"http://example.com/z"}));
+}
+
+// https://html.spec.whatwg.org/multipage/semantics.html#set-the-frozen-base-url
+TEST(HtmlSpec, Issue15_BaseWithDataOrJavascriptUrlIsIgnored) {
+  for (const char* base :
+       {"javascript:void(0)", " JavaScript:x", "data:,x", "http://[::1"}) {
+    Page p = ExtractHtml(std::string("<base href='") + base +
+                         "'><base href=/second/><a href=rel>r</a>");
+    EXPECT_EQ(Urls(p), (V{"http://example.com/dir/rel"})) << base;
+    EXPECT_EQ(p.base_url, kDoc) << base;
+  }
+}
+
+// Only HTML a/area are in document.links: an SVG <a> is another outlink.
+TEST(HtmlSpec, Issue15_SvgAnchorsAreNotHyperlinks) {
+  Page p = ExtractHtml(
+      "<svg><a xlink:href=/xl>x</a><a href=/sv>s</a>"
+      "<foreignObject><a href=/fo>f</a></foreignObject></svg>");
+  EXPECT_EQ(Urls(p), (V{"http://example.com/fo"}));
+  ASSERT_EQ(p.other_links.size(), 2u);
+  EXPECT_EQ(p.other_links[0].kind, LinkKind::kSvgAnchor);
+  EXPECT_EQ(p.other_links[0].url, "http://example.com/xl");
+}
+
+// The URL parser percent-encodes control characters (WHATWG URL, "C0
+// control percent-encode set"); Gumbo would have made them U+FFFD.
+TEST(HtmlSpec, Issue15_ControlCharactersInHrefsArePercentEncoded) {
+  Page p = ExtractHtml(
+      "<a href='/a\x01"
+      "b\x1f"
+      "c'>1</a><a href='/c\x7f"
+      "d'>2</a>"
+      "<a href='/d\xC2\x85"
+      "e'>3</a><a href='/e&#1;f'>4</a>"
+      "<a href='\x02/g\x03'>5</a>");
+  // Leading and trailing C0 controls are stripped by the URL parser.
+  EXPECT_EQ(Urls(p),
+            (V{"http://example.com/a%01b%1Fc", "http://example.com/c%7Fd",
+               "http://example.com/d%C2%85e", "http://example.com/e%01f",
+               "http://example.com/g"}));
 }
 
 TEST(Crawld, TextDisabledAndCapped) {
@@ -488,21 +561,31 @@ TEST(Crawld, LongPageCutAtMaxParseBytes) {
   EXPECT_EQ(r.text.find("\xEF\xBF\xBD"), std::string::npos);
 }
 
-TEST(Crawld, DeepNestingIsCutNotHung) {
+// Issue 15: no depth at which links are lost. Past max_nesting_depth the
+// grouping elements are flattened (bounded time), their content kept.
+TEST(Crawld, Issue15_DeepNestingKeepsEveryLink) {
   std::string html = "<a href='/top'>t</a>";
-  for (int i = 0; i < 100000; ++i) html += "<div>";
+  for (int i = 0; i < 100000; ++i) {
+    html += "<div>";
+    if (i % 20000 == 0) html += "<a href='/d" + std::to_string(i) + "'>d</a>";
+  }
   html += "<a href='/deep'>d</a>";
   Page p = ExtractHtml(html);
-  EXPECT_TRUE(p.truncated);
-  EXPECT_EQ(Urls(p), (V{"http://example.com/top"}));
-  // Within the limit nothing is cut.
+  EXPECT_FALSE(p.truncated);
+  EXPECT_GT(p.cuts.elements_flattened, 90000u);
+  EXPECT_EQ(Urls(p),
+            (V{"http://example.com/top", "http://example.com/d0",
+               "http://example.com/d20000", "http://example.com/d40000",
+               "http://example.com/d60000", "http://example.com/d80000",
+               "http://example.com/deep"}));
+  // Within the limit nothing is flattened.
   std::string ok;
   for (int i = 0; i < 400; ++i) ok += "<div><span>";
   ok += "<a href='/deep'>d</a>";
   Options o;
   o.max_nesting_depth = 1000;
   Page q = ExtractHtml(ok, "", o);
-  EXPECT_FALSE(q.truncated);
+  EXPECT_EQ(q.cuts.elements_flattened, 0u);
   EXPECT_EQ(Urls(q), (V{"http://example.com/deep"}));
 }
 
@@ -516,6 +599,7 @@ TEST(Crawld, SloppyButFlatMarkupIsNotCut) {
   html += "<a href='/end'>e</a>";
   Page p = ExtractHtml(html);
   EXPECT_FALSE(p.truncated);
+  EXPECT_EQ(p.cuts.elements_flattened, 0u);
   EXPECT_EQ(Urls(p), (V{"http://example.com/end"}));
 }
 

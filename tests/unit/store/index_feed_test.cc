@@ -362,9 +362,16 @@ TEST(Cdxj, CallerMimeStatusAndNearDuplicateWin) {
   f.status = 203;
   f.flags.near_duplicate_of = "http://example.test/y";
   ASSERT_TRUE((*w)->WriteExchange(f).ok());
+  // A head that is not HTTP is refused since issue 19 (it used to be
+  // indexed as mime "unk", status 0, no digest): no record, no line.
   FetchRecord plain = Fetch(&body, "http://example.test/z");
   plain.response_head = "not http at all\r\n\r\n";
-  ASSERT_TRUE((*w)->WriteExchange(plain).ok());
+  EXPECT_EQ((*w)->WriteExchange(plain).status().code(),
+            Status::Code::kInvalidArgument);
+  // A head without Content-Type is indexed as "unk".
+  FetchRecord bare = Fetch(&body, "http://example.test/z");
+  bare.response_head = "HTTP/1.1 200 OK\r\n\r\n";
+  ASSERT_TRUE((*w)->WriteExchange(bare).ok());
   std::vector<std::string> lines = Lines(ReadAll((*w)->current_index_path()));
   ASSERT_EQ(lines.size(), 2u);
   auto e = ParseCdxjLine(lines[0]);
@@ -375,8 +382,8 @@ TEST(Cdxj, CallerMimeStatusAndNearDuplicateWin) {
   auto p = ParseCdxjLine(lines[1]);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->mime, "unk");
-  EXPECT_EQ(p->status, 0);
-  EXPECT_EQ(p->digest, "");  // no payload digest without an HTTP head
+  EXPECT_EQ(p->status, 200);
+  EXPECT_EQ(p->digest, Sha1Digest("hello").substr(5));
 }
 
 TEST(Cdxj, OldCallsStillWorkWithoutAnIndex) {

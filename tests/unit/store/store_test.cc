@@ -217,25 +217,37 @@ TEST(Warc11, Sec5_9_EmptyBodyPayloadDigestIsSha1OfEmpty) {
   EXPECT_EQ(ex->payload_digest, "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ");
 }
 
-TEST(Warc11, Sec5_9_PayloadDigestOmittedWhenHeadIsNotHttp) {
+// Issue 19 item 8: a head that is not HTTP used to be written (without a
+// payload digest), leaving a `response` record that is not an HTTP
+// message; it is refused now, and nothing is written.
+TEST(Warc11, Issue19_Sec6_3_2_ResponseHeadThatIsNotHttpIsRefused) {
   TempDir dir;
   auto w = WarcWriter::Open(TestOptions(dir));
   ASSERT_TRUE(w.ok());
+  const uint64_t before = (*w)->current_offset();
+  const std::string path = dir.path() + "/warc/" + (*w)->current_file();
   DocBuffer body = Body("data");
-  FetchRecord r = Fetch(&body);
-  r.response_head = "garbage that is not a status line\r\n\r\n";
-  auto ex = (*w)->WriteExchange(r);
-  ASSERT_TRUE(ex.ok());
-  EXPECT_EQ(ex->payload_digest, "");
+  for (const std::string& head : std::vector<std::string>{
+           "garbage that is not a status line\r\n\r\n", "",
+           "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n",  // no blank line
+           "HTTP/1.1 200 OK\r\n\r\nbody in the head", "HTTP/1.1 2OO OK\r\n\r\n",
+           "GET / HTTP/1.1\r\n\r\n"}) {
+    FetchRecord r = Fetch(&body);
+    r.response_head = head;
+    auto ex = (*w)->WriteExchange(r);
+    ASSERT_FALSE(ex.ok()) << head;
+    EXPECT_EQ(ex.status().code(), Status::Code::kInvalidArgument) << head;
+    EXPECT_NE(ex.status().message().find("not an HTTP response head"),
+              std::string::npos)
+        << ex.status().message();
+    auto rv = (*w)->WriteRevisit(r, "<urn:uuid:x>", "http://example.test/", 0,
+                                 Sha1Digest("data"));
+    EXPECT_EQ(rv.status().code(), Status::Code::kInvalidArgument) << head;
+  }
+  EXPECT_EQ((*w)->current_offset(), before);
   ASSERT_TRUE((*w)->Close().ok());
-  std::string path = dir.path() + "/warc/" + ex->response.file;
-  auto recs = ReadRecords(path);
-  ASSERT_EQ(recs.size(), 3u);
-  EXPECT_EQ(recs[1].Header("WARC-Payload-Digest"), "");
-  EXPECT_NE(recs[1].Header("WARC-Block-Digest"), "");
-  auto report = VerifyFile(path);
-  ASSERT_TRUE(report.ok());
-  EXPECT_TRUE(report->ok()) << Joined(report->defects);
+  EXPECT_EQ(fs::file_size(path), before);
+  EXPECT_EQ(ReadRecords(path).size(), 1u);  // the warcinfo alone
 }
 
 // --- Mandatory fields and record layout (section 4, 5.1-5.5) ---
@@ -570,7 +582,8 @@ TEST(Warc11, Sec6_7_2_RevisitIdenticalPayloadDigestFields) {
   ASSERT_TRUE((*w)->Close().ok());
   std::string path = dir.path() + "/warc/" + rv->file;
   auto recs = ReadRecords(path);
-  ASSERT_EQ(recs.size(), 4u);
+  // warcinfo, response, request, revisit and (since issue 17) its request.
+  ASSERT_EQ(recs.size(), 5u);
   const Record& r = recs[3];
   EXPECT_EQ(r.type(), "revisit");
   EXPECT_EQ(r.Header("WARC-Record-ID"), rv->record_id);
@@ -583,8 +596,17 @@ TEST(Warc11, Sec6_7_2_RevisitIdenticalPayloadDigestFields) {
   EXPECT_EQ(r.Header("WARC-Target-URI"), "http://example.test/b");
   EXPECT_EQ(r.Header("WARC-Payload-Digest"), ex->payload_digest);
   EXPECT_EQ(r.Header("Content-Type"), "application/http;msgtype=response");
-  // The block is the HTTP head only; the payload is not stored again.
+  // The block is the HTTP head only; the payload is not stored again, and
+  // 6.7.2 says so: "A WARC-Truncated header with reason 'length' shall be
+  // used for any identical-digest truncation."
   EXPECT_EQ(r.block, kResponseHead);
+  EXPECT_EQ(r.Header("WARC-Truncated"), "length");
+  // The request that got it, as for a response (section 6.4).
+  const Record& req = recs[4];
+  EXPECT_EQ(req.type(), "request");
+  EXPECT_EQ(req.block, kRequestHead);
+  EXPECT_EQ(req.Header("WARC-Concurrent-To"), rv->record_id);
+  EXPECT_EQ(r.Header("WARC-Concurrent-To"), req.Header("WARC-Record-ID"));
   auto report = VerifyFile(path);
   ASSERT_TRUE(report.ok());
   EXPECT_TRUE(report->ok()) << Joined(report->defects);
@@ -843,10 +865,15 @@ TEST(Crawld, RandomizedRoundTripMatchesModel) {
       model.push_back({ex->response, "response", uri, kResponseHead + text});
       model.push_back({ex->request, "request", uri, kRequestHead});
     } else if (kind == 1) {
-      auto rv = (*w)->WriteRevisit(Fetch(nullptr, uri), "<urn:uuid:x>", uri, 0,
-                                   Sha1Digest(""));
+      RevisitOf original;
+      original.record_id = "<urn:uuid:x>";
+      original.target_uri = uri;
+      original.date = "2024-01-02T03:04:05Z";
+      original.payload_digest = Sha1Digest("");
+      auto rv = (*w)->WriteRevisit(Fetch(nullptr, uri), original);
       ASSERT_TRUE(rv.ok());
-      model.push_back({*rv, "revisit", uri, kResponseHead});
+      model.push_back({rv->revisit, "revisit", uri, kResponseHead});
+      model.push_back({rv->request, "request", uri, kRequestHead});
     } else {
       std::string block = "k: " + std::to_string(rng()) + "\r\n";
       auto m =

@@ -101,6 +101,20 @@ TEST(WhatwgUrl, PercentEncode_InvalidUtf8BecomesReplacementCharacter) {
   EXPECT_EQ(P("http://h/\xe2\x82x"), "http://h/%EF%BF%BDx");
 }
 
+// https://encoding.spec.whatwg.org/#utf-8-decoder: one U+FFFD per maximal
+// subpart, not per bad sequence with its trailing bytes (utfcpp's
+// replace_invalid would give one for each of the first three).
+TEST(WhatwgUrl, PercentEncode_EachMaximalSubpartIsOneReplacement) {
+  const std::string r = "%EF%BF%BD";
+  EXPECT_EQ(P("http://h/\xe0\x80\x80"), "http://h/" + r + r + r);  // overlong
+  EXPECT_EQ(P("http://h/\xed\xa0\x80"), "http://h/" + r + r + r);  // surrogate
+  EXPECT_EQ(P("http://h/\xf4\x90\x80\x80"), "http://h/" + r + r + r + r);
+  EXPECT_EQ(P("http://h/\xf0\x9f\x98x\xf0\x9f\x98\x80"),
+            "http://h/" + r + "x%F0%9F%98%80");
+  EXPECT_EQ(P("http://h/\x80\xbf?\xc3\xa9\xc3"),
+            "http://h/" + r + r + "?%C3%A9" + r);
+}
+
 // https://url.spec.whatwg.org/#concept-host-parser
 TEST(WhatwgUrl, Host_LowercasedAndPercentDecoded) {
   EXPECT_EQ(P("http://EXAMPLE.Com/"), "http://example.com/");

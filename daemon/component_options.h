@@ -1,0 +1,42 @@
+// daemon/component_options.h: the config (conf::Config, read and checked
+// by conf/) turned into each component's Options. Pure functions: the one
+// place that knows which config key feeds which component knob.
+#ifndef CRAWLD_DAEMON_COMPONENT_OPTIONS_H_
+#define CRAWLD_DAEMON_COMPONENT_OPTIONS_H_
+
+#include <string>
+
+#include "conf/conf.h"
+#include "conf/traps.h"
+#include "daemon/crawl_path.h"
+#include "daemon/documents.h"
+#include "daemon/hosts.h"
+#include "dedupe/dedupe.h"
+#include "dns/dns.h"
+#include "fetcher/fetcher.h"
+#include "frontier/frontier.h"
+#include "frontier/ip_gate.h"
+#include "store/store.h"
+#include "url/url.h"
+
+namespace crawld::daemon {
+
+url::Options CanonOptions(const conf::Config& c);
+// `spill_dir` empty: a memory-only frontier.
+frontier::Options FrontierOptions(const conf::Config& c,
+                                  const std::string& spill_dir);
+frontier::IpGate::Options IpGateOptions(const conf::Config& c);
+// `current_year`: the calendar window's centre.
+conf::TrapGuard::Options TrapOptions(const conf::Config& c, int current_year);
+dns::Options DnsOptions(const conf::Config& c);
+// `max_idle`: the idle connections the open-file limit allows.
+fetcher::Options FetcherOptions(const conf::Config& c, size_t max_idle);
+store::Options StoreOptions(const conf::Config& c, int worker_id);
+dedupe::Options SeenOptions(const conf::Config& c, const std::string& dir);
+HostTable::Options HostOptions(const conf::Config& c);
+Documents::Options DocumentOptions(const conf::Config& c);
+CrawlPath::Options PathOptions(const conf::Config& c);
+
+}  // namespace crawld::daemon
+
+#endif  // CRAWLD_DAEMON_COMPONENT_OPTIONS_H_

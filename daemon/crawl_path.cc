@@ -1,0 +1,783 @@
+// The way of one URL, steps 1-16 of crawl_path.h, in that order.
+#include "daemon/crawl_path.h"
+
+#include <algorithm>
+
+#include "base/ascii.h"
+#include "dedupe/dedupe.h"
+#include "fetcher/fetcher.h"
+#include "parser/parser.h"
+
+namespace crawld::daemon {
+
+std::string_view StageName(Stage stage) {
+  switch (stage) {
+    case Stage::kResolving:
+      return "resolving";
+    case Stage::kIpWait:
+      return "ip_wait";
+    case Stage::kFetching:
+      return "fetching";
+    case Stage::kProcessing:
+      return "processing";
+    case Stage::kDone:
+      return "done";
+  }
+  return "?";
+}
+
+// One page or robots.txt fetch, from dispatch (step 8) to its end.
+struct CrawlPath::Job {
+  uint64_t id = 0;
+  bool robots = false;
+  Stage stage = Stage::kResolving;
+  std::string host_key;  // the politeness key whose slot it holds
+  frontier::Item item;   // a page: the URL and what travels with it
+  std::string url;       // what is fetched: item.url, or a robots.txt hop
+  int64_t started_us = 0;
+  std::string ip;          // the address held at the IP gate ("": none)
+  bool holds_slot = true;  // the host's frontier slot is not released yet
+  fetcher::Response response;
+  std::optional<dedupe::Digest128> digest;  // of a complete 2xx body
+  std::unique_ptr<PageTask> task;
+};
+
+CrawlPath::CrawlPath(const Options& options, const Parts& parts)
+    : options_(options),
+      parts_(parts),
+      recorder_({options.write_metadata, options.conversion_records},
+                parts.warc, parts.documents, parts.stats, parts.log,
+                parts.clock),
+      frontier_(parts.frontier),
+      ip_gate_(parts.ip_gate),
+      hosts_(parts.hosts),
+      stats_(parts.stats),
+      log_(parts.log) {
+  options_.parse_slots = std::max<size_t>(options_.parse_slots, 1);
+  for (size_t i = 0; i < options_.parse_slots; ++i) {
+    free_parsers_.push_back(std::make_unique<ProcessorRegistry>(
+        ProcessorRegistry::Default(options_.parser)));
+  }
+}
+
+CrawlPath::~CrawlPath() = default;
+
+// --- 1. enter, 2. canonicalize, 4. traps -----------------------------------
+
+EnterResult CrawlPath::Enter(const Candidate& c) {
+  auto canon = parts_.canonicalizer->Canonicalize(c.url);
+  if (!canon.ok()) {
+    stats_->Count("invalid_url");
+    return EnterResult::kRejected;
+  }
+  if (!canon->is_http()) return EnterResult::kRejected;
+  if (!Filter(*canon, c)) return EnterResult::kRejected;
+  if (std::string_view trap = parts_.traps->CheckShape(*canon); !trap.empty()) {
+    stats_->Count("trap_" + std::string(trap));
+    log_->Write(
+        Level::kDebug, "trap",
+        {{"url", std::string(canon->href())}, {"trap", std::string(trap)}});
+    return EnterResult::kRejected;
+  }
+  return Route(*canon, c);
+}
+
+// --- 3. filter --------------------------------------------------------------
+
+bool CrawlPath::Filter(const url::Url& canon, const Candidate& c) {
+  // The filter decides before the seen test: a URL rejected now is not
+  // remembered, so a rule reload can admit it when it is met again.
+  const std::string_view seed_host =
+      c.seed_host.empty() ? canon.host() : c.seed_host;
+  const conf::RuleVerdict verdict =
+      rules_->Decide({canon.href(), c.depth, seed_host});
+  if (verdict.accept) return true;
+  stats_->Count("filter_rejected");
+  log_->Write(Level::kDebug, "filter_rejected",
+              {{"url", std::string(canon.href())},
+               {"rule", verdict.rule},
+               {"line", std::to_string(verdict.line)}});
+  return false;
+}
+
+// --- 5. route ---------------------------------------------------------------
+
+EnterResult CrawlPath::Route(const url::Url& canon, const Candidate& c) {
+  Router* router = parts_.router;
+  if (router != nullptr) {
+    const int owner = router->Owner(canon.host());
+    if (owner != router->self()) {
+      // Another worker owns the host: it alone decides whether it is new.
+      cluster::UrlMessage m;
+      m.url = std::string(canon.href());
+      m.depth = c.depth;
+      m.credit = c.credit;
+      m.seed_host =
+          std::string(c.seed_host.empty() ? canon.host() : c.seed_host);
+      router->Send(owner, std::move(m));
+      return EnterResult::kRouted;
+    }
+  }
+  return Admit(canon, c);
+}
+
+// --- 6. seen, trap budgets; 7. enqueue --------------------------------------
+
+EnterResult CrawlPath::Admit(const url::Url& canon, const Candidate& c) {
+  const uint64_t fp = url::Fingerprint(canon.href());
+  const std::string host_key = canon.origin_key();
+  if (!parts_.seen->InsertIfNew(host_key, fp)) {
+    // Known URL: its host still receives the credit (AOPIC).
+    if (c.credit > 0) frontier_->AddCredit(host_key, c.credit, c.from_host_key);
+    return EnterResult::kKnown;
+  }
+  if (std::string_view trap = parts_.traps->Admit(host_key, canon);
+      !trap.empty()) {
+    stats_->Count("trap_" + std::string(trap));
+    log_->Write(
+        Level::kDebug, "trap",
+        {{"url", std::string(canon.href())}, {"trap", std::string(trap)}});
+    return EnterResult::kRejected;
+  }
+  frontier::Item item;
+  item.url = std::string(canon.href());
+  item.fingerprint = fp;
+  item.depth = c.depth;
+  item.redirects = c.redirects;
+  item.credit = c.credit;
+  item.redirect_from = c.redirect_from;
+  item.seed_host =
+      std::string(c.seed_host.empty() ? canon.host() : c.seed_host);
+  Status st = frontier_->TryPush(host_key, std::move(item), c.from_host_key);
+  if (st.ok()) return EnterResult::kQueued;
+  if (st.code() == Status::Code::kFailedPrecondition) {
+    stats_->Count("retired_host_drops");
+  } else {
+    // The spill disk failed and memory is over budget: counted and
+    // logged, never silent.
+    stats_->Count("frontier_refused");
+    log_->Write(Level::kError, "frontier_refused",
+                {{"url", std::string(canon.href())}, {"error", st.ToString()}});
+  }
+  return EnterResult::kRejected;
+}
+
+// --- 8. schedule ------------------------------------------------------------
+
+void CrawlPath::Pump() {
+  const int64_t now = parts_.clock->MonotonicUs();
+  // Waiters at the IP gate run even while not accepting: they hold host
+  // slots, and a crawl ends only when every job has finished.
+  ip_gate_->RunReady(now);
+  const size_t max_active = options_.max_connections;
+  // A job waiting at the IP gate holds a host slot but no connection; they
+  // are bounded separately so one crowded address cannot pull in every
+  // host that lives on it.
+  auto saturated = [&] {
+    const size_t waiting = ip_gate_->waiting();
+    return jobs_.size() - waiting >= max_active || waiting >= 4 * max_active ||
+           (options_.max_pages > 0 &&
+            stats_->pages + jobs_.size() >= options_.max_pages);
+  };
+  auto accepting = [this] { return !parts_.accepting || parts_.accepting(); };
+  while (accepting() && !saturated()) {
+    auto ready = frontier_->Pop(now);
+    if (!ready) break;
+    Dispatch(std::move(*ready));
+  }
+  ArmWaker(now, accepting() && !saturated());
+  if (parts_.on_pumped) parts_.on_pumped();
+}
+
+void CrawlPath::ArmWaker(int64_t now, bool may_start) {
+  int64_t next = may_start ? frontier_->NextReadyUs() : INT64_MAX;
+  // A waiter at the IP gate becomes due on its own clock.
+  next = std::min(next, ip_gate_->RunReady(now));
+  parts_.waker->WakeAt(next);
+}
+
+// --- 9. robots gate ---------------------------------------------------------
+
+void CrawlPath::Dispatch(frontier::Frontier::Ready ready) {
+  if (!skip_.empty() && skip_.erase(ready.item.fingerprint) > 0) {
+    // Recorded after the last checkpoint, before a crash: not again.
+    stats_->Count("recovered_skips");
+    frontier_->Release(ready.host_key);
+    return;
+  }
+  auto parsed = url::Parse(ready.item.url);
+  const std::string_view path =
+      parsed.ok() ? parsed->path_and_query() : std::string_view("/");
+  HostTable::Gate gate =
+      hosts_->CheckPage(ready.host_key, path, parts_.clock->MonotonicUs());
+  if (gate.kind == HostTable::Gate::kFetchRobots) {
+    // The slot Pop gave us is used for robots.txt; the page waits at the
+    // head of its queue and comes out again after the politeness delay.
+    frontier_->PushFront(ready.host_key, std::move(ready.item));
+    Resolve(NewJob(true, std::move(ready.host_key), gate.robots_url));
+    return;
+  }
+  if (gate.kind == HostTable::Gate::kDisallowed) {
+    stats_->Count("robots_disallowed");
+    if (gate.verdict.from_override) stats_->Count("override_disallowed");
+    log_->Write(Level::kDebug, "robots_disallowed",
+                {{"url", ready.item.url},
+                 {"rule", gate.verdict.rule},
+                 {"origin", gate.verdict.origin}});
+    frontier_->Release(ready.host_key);
+    return;
+  }
+  Job* job = NewJob(false, std::move(ready.host_key), ready.item.url);
+  job->item = std::move(ready.item);
+  Resolve(job);
+}
+
+// --- 10. resolve ------------------------------------------------------------
+
+void CrawlPath::Resolve(Job* job) {
+  SetStage(job, Stage::kResolving);
+  job->started_us = parts_.clock->MonotonicUs();
+  auto parsed = url::Parse(job->url);
+  if (!parsed.ok()) {
+    // Only canonical URLs enter the frontier, so this is a bug, not input.
+    stats_->Count("invalid_url");
+    ReleaseSlots(job, {frontier::Outcome::kSuccess, 0, -1});
+    Finish(job);
+    return;
+  }
+  parts_.resolve->Resolve(std::string(parsed->host()),
+                          [this, job](Result<dns::Answer> answer) {
+                            OnResolved(job, std::move(answer));
+                          });
+}
+
+void CrawlPath::OnResolved(Job* job, Result<dns::Answer> answer) {
+  if (answer.ok() && !answer->addresses.empty()) {
+    EnterIpGate(job, answer->addresses.front());
+    return;
+  }
+  const Status s =
+      answer.ok() ? Status::NotFound("no address") : answer.status();
+  const char* cls =
+      s.code() == Status::Code::kFailedPrecondition ? "blocked_private" : "dns";
+  stats_->Count(cls);
+  log_->Write(Level::kWarn, "fetch_error",
+              {{"url", job->url}, {"class", cls}, {"error", s.ToString()}});
+  // No response: for robots.txt that is "unreachable" (RFC 9309 2.3.1.4);
+  // for a page, a resolver timeout or failure is worth another try.
+  job->response.status_code = 0;
+  job->response.error = fetcher::ErrorClass::kConnect;
+  job->response.error_message = s.ToString();
+  if (job->robots) {
+    OnRobotsFetched(job);
+    return;
+  }
+  if (s.code() != Status::Code::kNotFound &&
+      s.code() != Status::Code::kFailedPrecondition) {
+    RetryLater(job);
+  }
+  ReleaseSlots(job, {frontier::Outcome::kNetworkError, 0, -1});
+  Finish(job);
+}
+
+// --- 11. IP gate ------------------------------------------------------------
+
+void CrawlPath::EnterIpGate(Job* job, const std::string& ip) {
+  // An override's concurrency > 1 is the admin's word for this host: the
+  // per-IP limit would serialize it again, so such a host skips the gate.
+  const conf::HostOverride& ov = hosts_->OverrideFor(job->host_key);
+  const bool gated = !(ov.concurrency.has_value() && *ov.concurrency > 1);
+  SetStage(job, Stage::kIpWait);
+  ip_gate_->Enter(gated ? ip : std::string(), parts_.clock->MonotonicUs(),
+                  [this, job, ip, gated] {
+                    if (gated) job->ip = ip;
+                    Fetch(job, ip);
+                  });
+  if (job->stage == Stage::kIpWait) {
+    // It waits for its address: the timer must cover the address's time
+    // too (a robots.txt hop found nothing else to wake it once).
+    Pump();
+  }
+}
+
+// --- 12. fetch --------------------------------------------------------------
+
+void CrawlPath::Fetch(Job* job, const std::string& ip) {
+  SetStage(job, Stage::kFetching);
+  job->started_us = parts_.clock->MonotonicUs();
+  fetcher::Request req;
+  req.url = job->url;
+  req.ip = ip;
+  // A host with nothing queued after this page (a robots.txt fetch has its
+  // page queued) does not keep its connection open; links found on the
+  // page may still bring it back, for one handshake.
+  const std::optional<frontier::HostInfo> host = frontier_->Host(job->host_key);
+  req.keep_alive = host.has_value() && host->queued > 0;
+  parts_.fetch->Submit(std::move(req), [this, job](fetcher::Response&& r) {
+    OnFetched(job, std::move(r));
+  });
+}
+
+void CrawlPath::OnFetched(Job* job, fetcher::Response&& response) {
+  job->response = std::move(response);
+  if (job->robots) {
+    OnRobotsFetched(job);
+  } else {
+    OnPageFetched(job);
+  }
+}
+
+void CrawlPath::OnRobotsFetched(Job* job) {
+  const fetcher::Response& r = job->response;
+  const int64_t now = parts_.clock->MonotonicUs();
+  if (r.status_code == 0 && r.error == fetcher::ErrorClass::kAborted) {
+    // Shut down under it: the page behind it is queued; nothing learned.
+    ReleaseSlots(job, {frontier::Outcome::kSuccess, 0, -1});
+    Finish(job);
+    return;
+  }
+  if (r.status_code > 0) {
+    ++stats_->robots_fetches;
+    if (!Record(job)) return;
+  }
+  RobotsFetch fetch;
+  fetch.status = r.status_code;
+  fetch.response_us = now - job->started_us;
+  if (fetch.status >= 300 && fetch.status < 400) {
+    auto base = url::Parse(job->url);
+    const std::string location = r.Header("Location");
+    if (base.ok() && !location.empty()) {
+      auto target = url::Parse(location, &base.value());
+      if (target.ok() && target->is_http()) {
+        fetch.location = std::string(target->href());
+      }
+    }
+  }
+  std::string body;
+  if (fetch.status >= 200 && fetch.status < 300 && r.truncated &&
+      r.error != fetcher::ErrorClass::kTooLarge) {
+    // Cut by the network, not by the size cap: half a file could open a
+    // site its last line closes.
+    fetch.incomplete = true;
+  } else if (fetch.status >= 200 && fetch.status < 300) {
+    // One byte more than the parser reads: a longer file reaches it cut,
+    // and it ignores the line the cut went through (RFC 9309 2.5; issue
+    // 19: a line cut in half was obeyed as a whole rule).
+    Result<std::string> decoded =
+        fetcher::DecodeBody(r, options_.max_decoded_robots_bytes);
+    if (decoded.ok()) {
+      body = std::move(decoded).value();
+      fetch.body = &body;
+    } else {
+      fetch.undecodable = true;
+    }
+  }
+  const HostTable::RobotsResult result = hosts_->OnRobotsFetched(
+      job->host_key, fetch, now, parts_.clock->WallUs());
+  if (result.access == robots::Access::kDisallowAll ||
+      result.reason == "too_many_redirects") {
+    stats_->Count("robots_" + std::string(result.reason));
+    if (fetch.status == 0 && job->stage == Stage::kFetching) {
+      // The host is unreachable for pages too: count the network class.
+      const std::string net(fetcher::ErrorClassName(r.error));
+      stats_->Count(net);
+      log_->Write(
+          Level::kWarn, "fetch_error",
+          {{"url", job->url}, {"class", net}, {"error", r.error_message}});
+    }
+    log_->Write(Level::kWarn, "robots_unavailable",
+                {{"host", job->host_key},
+                 {"status", std::to_string(fetch.status)},
+                 {"reason", std::string(result.reason)},
+                 {"error", r.error_message}});
+  }
+  ReleaseSlots(job, result.completion);
+  Finish(job);
+}
+
+void CrawlPath::OnPageFetched(Job* job) {
+  const fetcher::Response& r = job->response;
+  const int status = r.status_code;
+  frontier::Completion done{frontier::Outcome::kSuccess,
+                            parts_.clock->MonotonicUs() - job->started_us, -1};
+  if (status == 0 && r.error == fetcher::ErrorClass::kAborted) {
+    // Shut down under it (a signal): back to its queue for the next start.
+    frontier_->PushFront(job->host_key, job->item);
+    ReleaseSlots(job, done);
+    Finish(job);
+    return;
+  }
+  if (status == 0) {
+    const std::string cls(fetcher::ErrorClassName(r.error));
+    stats_->Count(cls);
+    log_->Write(
+        Level::kWarn, "fetch_error",
+        {{"url", job->url}, {"class", cls}, {"error", r.error_message}});
+    done.outcome = frontier::Outcome::kNetworkError;
+    if (r.error == fetcher::ErrorClass::kConnect ||
+        r.error == fetcher::ErrorClass::kTimeout ||
+        r.error == fetcher::ErrorClass::kProtocol) {
+      RetryLater(job);  // transient; a TLS failure is not
+    }
+    ReleaseSlots(job, done);
+    Finish(job);
+    return;
+  }
+  ++stats_->pages;
+  stats_->bytes += r.body.size();
+  if (parts_.on_fetch_seconds)
+    parts_.on_fetch_seconds(done.response_time_us / 1e6);
+  // The host's schedule first: its slot is free once the response is in.
+  if (status == 429 || status == 503) {
+    stats_->Count(status == 429 ? "http_429" : "http_503");
+    done.outcome = frontier::Outcome::kRetryLater;
+    done.retry_after_us = fetcher::ParseRetryAfter(
+        r.Header("Retry-After"), parts_.clock->WallUs() / 1000000);
+    RetryLater(job);
+  } else if (status >= 500) {
+    stats_->Count("http_5xx");
+    done.outcome = frontier::Outcome::kServerError;
+  } else if (status >= 400) {
+    stats_->Count("http_4xx");
+  }
+  ReleaseSlots(job, done);
+  if (status >= 200 && status < 300) {
+    if (!r.truncated && r.body.size() <= options_.max_dedupe_body_bytes) {
+      auto bytes = r.body.ReadPrefix(options_.max_dedupe_body_bytes);
+      if (bytes.ok()) job->digest = dedupe::DocumentDigest128(*bytes);
+    }
+    Process(job);
+    return;
+  }
+  if (!Record(job)) return;
+  if (status >= 300 && status < 400) FollowRedirect(job);
+  Finish(job);
+}
+
+// --- 13. parse --------------------------------------------------------------
+
+void CrawlPath::Process(Job* job) {
+  SetStage(job, Stage::kProcessing);
+  if (free_parsers_.empty()) {
+    waiting_for_parser_.push_back(job);
+    return;
+  }
+  ProcessorRegistry* parsers = free_parsers_.back().release();
+  free_parsers_.pop_back();
+  auto task = std::make_unique<PageTask>();
+  task->response = &job->response;
+  task->url = job->url;
+  task->robots_token = options_.robots_token;
+  task->max_decoded = options_.max_decoded_page_bytes;
+  task->want_simhash = parts_.documents->near_enabled();
+  task->parsers = parsers;
+  PageTask* t = task.get();
+  job->task = std::move(task);
+  parts_.pool->Run([t] { t->Run(); },
+                   [this, job, parsers] {
+                     free_parsers_.emplace_back(parsers);
+                     OnProcessed(job);
+                     StartQueuedProcessing();
+                   });
+}
+
+void CrawlPath::StartQueuedProcessing() {
+  while (!free_parsers_.empty() && !waiting_for_parser_.empty()) {
+    Job* next = waiting_for_parser_.front();
+    waiting_for_parser_.pop_front();
+    Process(next);
+  }
+}
+
+void CrawlPath::OnProcessed(Job* job) {
+  PageTask& t = *job->task;
+  if (!t.decode.ok()) {
+    stats_->Count("decode_error");
+    log_->Write(Level::kWarn, "decode_error",
+                {{"url", job->url}, {"error", t.decode.ToString()}});
+  } else if (t.capped) {
+    stats_->Count("decode_capped");
+  }
+  if (t.decode.ok() && !t.parsed) stats_->Count("not_parsed");  // archived
+  if (t.header_robots.noindex) stats_->Count("x_robots_noindex");
+  if (t.parsed) CountCuts(t.page);
+  if (!Record(job)) return;
+  if (t.parsed) FollowLinks(job);
+  Finish(job);
+}
+
+void CrawlPath::CountCuts(const parser::Page& page) {
+  // What the parser's bounds cut (issue 19: a page of any shape is parsed
+  // in bounded time): counted, never silent.
+  const parser::ParseCuts& c = page.cuts;
+  if (page.invalid_links > 0) stats_->Count("invalid_url", page.invalid_links);
+  if (c.bytes_cut) stats_->Count("parse_bytes_cut");
+  if (c.elements_cut) stats_->Count("parse_elements_cut");
+  if (c.attributes_dropped > 0) {
+    stats_->Count("parse_attributes_dropped", c.attributes_dropped);
+  }
+  if (c.elements_flattened > 0) {
+    stats_->Count("parse_elements_flattened", c.elements_flattened);
+  }
+  if (c.links_dropped > 0)
+    stats_->Count("parse_links_dropped", c.links_dropped);
+  if (c.noscript_reparses > 0) {
+    stats_->Count("parse_noscript_reparses", c.noscript_reparses);
+  }
+}
+
+// --- 14. record -------------------------------------------------------------
+
+bool CrawlPath::Record(Job* job) {
+  Status s =
+      recorder_.Write(job->url, job->response, job->digest, job->task.get());
+  if (s.ok()) return true;
+  StoreFailed(job, s);
+  return false;
+}
+
+// --- 15. credit, 16. links --------------------------------------------------
+
+void CrawlPath::FollowRedirect(Job* job) {
+  const std::string location = job->response.Header("Location");
+  if (location.empty()) return;
+  if (job->item.redirects >= options_.max_redirects) {
+    stats_->Count("too_many_redirects");
+    log_->Write(Level::kWarn, "too_many_redirects", {{"url", job->url}});
+    return;
+  }
+  auto base = url::Parse(job->url);
+  if (!base.ok()) return;
+  auto target = parts_.canonicalizer->Canonicalize(location, &base.value());
+  if (!target.ok()) {
+    stats_->Count("invalid_url");
+    return;
+  }
+  const uint64_t fp = url::Fingerprint(target->href());
+  // To itself or back to the URL that redirected here: a loop. (A longer
+  // cycle ends at the seen test: its first URL is known.)
+  if (fp == job->item.fingerprint || fp == job->item.redirect_from) {
+    stats_->Count("redirect_loop");
+    log_->Write(Level::kWarn, "redirect_loop",
+                {{"url", job->url}, {"location", location}});
+    return;
+  }
+  Candidate c;
+  c.url = target->href();
+  c.source = Candidate::Source::kRedirect;
+  c.depth = job->item.depth;
+  c.redirects = static_cast<uint8_t>(job->item.redirects + 1);
+  c.credit = job->item.credit;
+  c.seed_host = job->item.seed_host;
+  c.from_host_key = job->host_key;
+  c.redirect_from = job->item.fingerprint;
+  Enter(c);
+}
+
+void CrawlPath::FollowLinks(Job* job) {
+  const parser::Page& page = job->task->page;
+  const PageTask& t = *job->task;
+  if (t.header_robots.nofollow || page.meta_nofollow) {
+    stats_->Count("meta_nofollow_pages");
+    return;
+  }
+  const uint16_t depth = static_cast<uint16_t>(job->item.depth + 1);
+  if (options_.max_depth > 0 && depth > options_.max_depth) {
+    stats_->Count("max_depth", page.links.size() + page.other_links.size());
+    return;
+  }
+  // AOPIC: the page's after-tax credit is shared equally among the links it
+  // passes on (a link to a URL already queued still credits its host).
+  std::vector<const parser::Link*> links;
+  links.reserve(page.links.size() + page.other_links.size());
+  for (const parser::Link& link : page.links) links.push_back(&link);
+  if (options_.follow_other_links) {
+    for (const parser::Link& link : page.other_links) links.push_back(&link);
+  }
+  size_t followed = 0;
+  for (const parser::Link* link : links) {
+    if (!link->nofollow || options_.follow_rel_nofollow) ++followed;
+  }
+  const double share =
+      followed > 0 ? job->item.credit / static_cast<double>(followed) : 0.0;
+  Candidate c;
+  c.source = Candidate::Source::kLink;
+  c.depth = depth;
+  c.seed_host = job->item.seed_host;
+  c.from_host_key = job->host_key;
+  for (const parser::Link* link : links) {
+    if (link->nofollow && !options_.follow_rel_nofollow) {
+      stats_->Count("nofollow_links");
+      continue;
+    }
+    c.url = link->url;
+    c.credit = share;
+    Enter(c);
+    if (!options_.path_ascending) continue;
+    // /a/b/page offers /a/b/, /a/ and /: parents are cheap to test and
+    // often list what no link points to.
+    auto u = url::Parse(link->url);
+    if (!u.ok()) continue;
+    const std::string_view path = u->path();
+    const std::string origin = u->origin_key();
+    size_t end = path.size();
+    if (end > 0 && path.back() == '/') --end;
+    while (end > 0) {
+      const size_t slash = path.rfind('/', end - 1);
+      if (slash == std::string_view::npos) break;
+      std::string parent = origin;
+      parent.append(path.substr(0, slash + 1));
+      c.url = parent;
+      c.credit = 0;
+      if (Enter(c) == EnterResult::kQueued) {
+        stats_->Count("path_ascending_added");
+      }
+      end = slash;
+    }
+  }
+}
+
+// --- recovery ---------------------------------------------------------------
+
+void CrawlPath::Replay(const std::string& uri, fetcher::Response* response,
+                       const store::PageMetadata* metadata) {
+  auto u = url::Parse(uri);
+  if (!u.ok()) return;
+  if (response == nullptr && metadata == nullptr) {
+    // A revisit's body is in another record: fetch it again rather than
+    // lose its links (it is still queued as of the checkpoint).
+    stats_->Count("replay_refetch");
+    return;
+  }
+  SkipOnce(url::Fingerprint(uri));
+  if (u->path() == "/robots.txt") return;
+  ++stats_->pages;
+  Job job;
+  job.url = uri;
+  job.host_key = u->origin_key();
+  job.item.url = uri;
+  job.item.fingerprint = url::Fingerprint(uri);
+  job.item.seed_host = std::string(u->host());
+  job.item.depth = 0;  // not in the WARC; depth limits restart here
+  job.item.credit = 0;
+  job.task = std::make_unique<PageTask>();
+  if (metadata != nullptr) {
+    // The outlinks as the metadata record lists them: no parse needed.
+    job.task->page.meta_nofollow = metadata->nofollow;
+    for (const store::PageMetadata::Outlink& link : metadata->outlinks) {
+      job.task->page.links.push_back(
+          {link.url, parser::LinkKind::kAnchor, link.nofollow});
+    }
+    FollowLinks(&job);
+    return;
+  }
+  job.response = std::move(*response);
+  const int status = job.response.status_code;
+  if (status >= 300 && status < 400) {
+    FollowRedirect(&job);
+  } else if (status >= 200 && status < 300) {
+    PageTask& t = *job.task;
+    t.response = &job.response;
+    t.url = uri;
+    t.robots_token = options_.robots_token;
+    t.max_decoded = options_.max_decoded_page_bytes;
+    // On the loop, before it runs: no parse slot is in use.
+    if (replay_parsers_ == nullptr) {
+      replay_parsers_ = std::make_unique<ProcessorRegistry>(
+          ProcessorRegistry::Default(options_.parser));
+    }
+    t.parsers = replay_parsers_.get();
+    t.Run();
+    if (t.parsed) FollowLinks(&job);
+  }
+}
+
+// --- jobs -------------------------------------------------------------------
+
+CrawlPath::Job* CrawlPath::NewJob(bool robots, std::string host_key,
+                                  std::string url) {
+  auto job = std::make_unique<Job>();
+  job->id = next_job_id_++;
+  job->robots = robots;
+  job->host_key = std::move(host_key);
+  job->url = std::move(url);
+  Job* raw = job.get();
+  jobs_.emplace(raw->id, std::move(job));
+  return raw;
+}
+
+void CrawlPath::SetStage(Job* job, Stage stage) {
+  if (job->stage != stage) {
+    log_->Write(Level::kDebug, "stage",
+                {{"url", job->url},
+                 {"from", StageName(job->stage)},
+                 {"to", StageName(stage)}});
+  }
+  job->stage = stage;
+}
+
+void CrawlPath::ReleaseSlots(Job* job, const frontier::Completion& done) {
+  const int64_t now = parts_.clock->MonotonicUs();
+  if (!job->ip.empty()) {
+    ip_gate_->Leave(job->ip, now, now - job->started_us);
+    job->ip.clear();
+  }
+  if (job->holds_slot) {
+    job->holds_slot = false;
+    frontier_->Complete(job->host_key, now, done);
+  }
+}
+
+void CrawlPath::RetryLater(Job* job) {
+  // Back to the head of its host's queue: the frontier's backoff spaces the
+  // retries, and repeated failures retire the host (counted there).
+  if (job->item.retries < options_.max_retries) {
+    stats_->Count("retries");
+    frontier::Item again = job->item;
+    ++again.retries;
+    frontier_->PushFront(job->host_key, std::move(again));
+  } else {
+    stats_->Count("retries_exhausted");
+    log_->Write(Level::kWarn, "retries_exhausted", {{"url", job->url}});
+  }
+}
+
+void CrawlPath::StoreFailed(Job* job, const Status& status) {
+  const bool record_refused = status.code() == Status::Code::kInvalidArgument ||
+                              status.code() == Status::Code::kResourceExhausted;
+  stats_->Count(record_refused ? "record_refused" : "store_error");
+  log_->Write(Level::kError,
+              record_refused ? "record_refused" : "warc_write_failed",
+              {{"url", job->url}, {"error", status.ToString()}});
+  if (record_refused) {
+    // This record cannot be written as it came (not an HTTP message, over
+    // the record cap): the store wrote nothing of it; the crawl goes on.
+    ReleaseSlots(job, {frontier::Outcome::kSuccess, 0, -1});
+    Finish(job);
+    return;
+  }
+  // The disk failed. Not recorded, so not lost: the page goes back to its
+  // queue, which the exit checkpoint keeps for the next start (issue 19:
+  // disk full).
+  if (!job->robots) frontier_->PushFront(job->host_key, job->item);
+  ReleaseSlots(job, {frontier::Outcome::kSuccess, 0, -1});
+  Finish(job);
+  // A crawler that cannot record what it fetches must not go on fetching.
+  if (parts_.on_fatal) parts_.on_fatal("store_error");
+}
+
+void CrawlPath::Finish(Job* job) {
+  SetStage(job, Stage::kDone);
+  jobs_.erase(job->id);
+  Pump();
+}
+
+void CrawlPath::ForEachInFlight(
+    const std::function<void(const std::string&, const frontier::Item&)>& visit)
+    const {
+  for (const auto& [id, job] : jobs_) {
+    if (!job->robots) visit(job->host_key, job->item);
+  }
+}
+
+}  // namespace crawld::daemon

@@ -1,0 +1,274 @@
+// daemon/crawl_path.h: the way of one URL through a worker, top to bottom,
+// in the order of ARCHITECTURE.md ("The way of one URL"). crawl_path.cc
+// holds the steps in this order, one function each:
+//
+//    1. enter          Enter()          a seed, an API call, a link, a
+//                                       redirect, a URL from another worker
+//    2. canonicalize   Enter()          url::Canonicalizer (WHATWG + crawler
+//                                       normalization); invalid: counted
+//    3. filter         Filter()         conf::RuleSet, first match decides
+//    4. traps          Enter()          conf::TrapGuard's shape checks
+//    5. route          Route()          the ring's owner; another worker's
+//                                       host goes to it through the Router
+//    6. seen           Admit()          the seen-set; then the trap budgets
+//    7. enqueue        Admit()          frontier::Frontier::TryPush
+//    8. schedule       Pump()           frontier::Frontier::Pop, the host
+//                                       with the most credit whose time came
+//    9. robots gate    Dispatch()       HostTable::CheckPage: robots.txt is
+//                                       fetched first (a job of its own),
+//                                       disallowed pages are released
+//   10. resolve        Resolve()        dns (c-ares), private-address guard
+//   11. IP gate        EnterIpGate()    frontier::IpGate, one per address
+//   12. fetch          Fetch()          fetcher (curl multi); OnFetched()
+//                                       frees the host and address slots
+//                                       and sorts the outcome
+//   13. parse          Process()        off the loop (WorkPool), a PageTask
+//                                       (page_task.h): decode, sniff, parse,
+//                                       SimHash
+//   14. record         Record()         Recorder (recorder.h): the WARC
+//                                       response or revisit, metadata;
+//                                       documents dedupe
+//   15. credit         FollowLinks()    AOPIC: the page's credit shared
+//   16. links          FollowLinks()    each outlink back to step 1
+//
+// A job (a page or a robots.txt fetch) carries an explicit Stage, changed
+// only by SetStage(), which can trace every transition (curl's mstate()).
+// A host's slot in the frontier is held from step 8 until the response
+// arrived (step 12); the job lives on until its record is written, and is
+// in flight for the checkpoint until then.
+#ifndef CRAWLD_DAEMON_CRAWL_PATH_H_
+#define CRAWLD_DAEMON_CRAWL_PATH_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "conf/rules.h"
+#include "conf/traps.h"
+#include "daemon/crawl_stats.h"
+#include "daemon/documents.h"
+#include "daemon/event_log.h"
+#include "daemon/hosts.h"
+#include "daemon/page_task.h"
+#include "daemon/ports.h"
+#include "daemon/processors.h"
+#include "daemon/recorder.h"
+#include "frontier/frontier.h"
+#include "frontier/ip_gate.h"
+#include "store/store.h"
+#include "url/url.h"
+
+namespace crawld::daemon {
+
+// A URL on its way in (step 1). Views need to live during Enter() only.
+struct Candidate {
+  enum class Source : uint8_t { kSeed, kApi, kLink, kRedirect, kPeer, kReplay };
+  std::string_view url;  // absolute; canonicalized in step 2
+  Source source = Source::kLink;
+  uint16_t depth = 0;     // links from the seed
+  uint8_t redirects = 0;  // redirect hops that led here
+  double credit = 0;      // AOPIC credit it carries to its host
+  // Host of the seed it descends from (the filter's scope rules); empty:
+  // the URL's own host (a seed).
+  std::string_view seed_host;
+  // Host key of the page it was found on; empty for seeds, the API and
+  // other workers (credit from outside the host raises its page budget).
+  std::string_view from_host_key;
+  // Fingerprint of the URL whose redirect led here (0: none).
+  uint64_t redirect_from = 0;
+};
+
+enum class EnterResult : uint8_t {
+  kQueued,    // new, in this worker's frontier
+  kRouted,    // another worker owns the host: sent there
+  kKnown,     // seen before (its host still got the credit)
+  kRejected,  // invalid, filtered, a trap, or refused by the frontier
+};
+
+// Where a URL goes when another worker owns its host (daemon/peers.h).
+class Router {
+ public:
+  virtual ~Router() = default;
+  // The ring's owner of `host` ( == self: this worker).
+  [[nodiscard]] virtual int Owner(std::string_view host) const = 0;
+  [[nodiscard]] virtual int self() const = 0;
+  virtual void Send(int to, cluster::UrlMessage message) = 0;
+};
+
+// The URL-seen test (step 6): the in-memory set, or the checkpointed store.
+class SeenTest {
+ public:
+  virtual ~SeenTest() = default;
+  // True when `fingerprint` was new (and is remembered now).
+  virtual bool InsertIfNew(std::string_view host_key, uint64_t fingerprint) = 0;
+};
+
+enum class Stage : uint8_t {
+  kResolving,   // step 10: waiting for the resolver
+  kIpWait,      // step 11: waiting for the address to be free and due
+  kFetching,    // step 12: the transfer is running
+  kProcessing,  // steps 13-14: the body is parsed off the loop
+  kDone,
+};
+std::string_view StageName(Stage stage);
+
+// Owned by the worker; everything on the worker's loop.
+class CrawlPath {
+ public:
+  struct Options {
+    size_t max_connections = 64;  // transfers at once (fetch.max_connections)
+    uint64_t max_pages = 0;       // 0: no limit
+    int max_depth = 0;            // 0: no limit
+    int max_redirects = 5;        // for pages (robots.txt: fetch_policy)
+    int max_retries = 3;          // transient failures per URL
+    bool follow_rel_nofollow = false;
+    // Also follow Page::other_links (canonical, next, refresh, frames).
+    bool follow_other_links = true;
+    bool path_ascending = false;
+    bool write_metadata = true;
+    bool conversion_records = false;
+    std::string robots_token;
+    // Decoded bytes handed to the parser (pages) and to the robots.txt
+    // parser (its max_bytes + 1: the parser must see that a file was cut).
+    size_t max_decoded_page_bytes = 8u << 20;
+    size_t max_decoded_robots_bytes = 500 * 1024 + 1;
+    // Bodies up to this size get a digest for exact-duplicate detection.
+    uint64_t max_dedupe_body_bytes = 8u << 20;
+    // Parses at once off the loop (count); >= 1.
+    size_t parse_slots = 2;
+    parser::Options parser;
+  };
+
+  // What the path needs, none of it owned. `router` is null with one
+  // worker. Every pointer must outlive the path.
+  struct Parts {
+    const Clock* clock = nullptr;
+    FetchPort* fetch = nullptr;
+    ResolvePort* resolve = nullptr;
+    WorkPool* pool = nullptr;
+    Waker* waker = nullptr;
+    const url::Canonicalizer* canonicalizer = nullptr;
+    conf::TrapGuard* traps = nullptr;
+    frontier::Frontier* frontier = nullptr;
+    frontier::IpGate* ip_gate = nullptr;
+    HostTable* hosts = nullptr;
+    Documents* documents = nullptr;
+    store::WarcWriter* warc = nullptr;
+    SeenTest* seen = nullptr;
+    Router* router = nullptr;
+    CrawlStats* stats = nullptr;
+    EventLog* log = nullptr;
+    // A fetch's duration (seconds), for the metrics histogram; may be empty.
+    std::function<void(double)> on_fetch_seconds;
+    // A fatal error (a WARC write failed): the worker stops the crawl.
+    std::function<void(const std::string& reason)> on_fatal;
+    // After every Pump(): the worker checks its stop conditions.
+    std::function<void()> on_pumped;
+    // false: no new fetch starts (paused, stopping, waiting for the
+    // supervisor's go, or URLs waiting for the exchange); jobs under way
+    // go on. Asked before each fetch Pump() starts. Empty: always true.
+    std::function<bool()> accepting;
+  };
+
+  CrawlPath(const Options& options, const Parts& parts);
+  ~CrawlPath();
+  CrawlPath(const CrawlPath&) = delete;
+  CrawlPath& operator=(const CrawlPath&) = delete;
+
+  // Step 1. Counts and logs every drop.
+  EnterResult Enter(const Candidate& candidate);
+
+  // Steps 8-12 for every fetch that may start now; arms the waker for the
+  // next one. Call after anything that may free a slot or a host.
+  void Pump();
+
+  // The filter rules in force (not owned; kept until the next call).
+  void SetRules(const conf::RuleSet* rules) { rules_ = rules; }
+
+  // Recovery: a response or revisit record of `uri` written after the
+  // last checkpoint. Its URL is not fetched again (SkipOnce), and its links
+  // (or its redirect) are followed again: from `metadata` (its metadata
+  // record) when given, else from `response` (rebuilt from a response
+  // record; parsed again). With neither (a revisit without metadata) the
+  // URL is fetched again instead: its body is elsewhere.
+  void Replay(const std::string& uri, fetcher::Response* response,
+              const store::PageMetadata* metadata);
+  // The URL with this fingerprint was recorded after the checkpoint: when
+  // it comes out of its queue it is skipped, once.
+  void SkipOnce(uint64_t fingerprint) { skip_.insert(fingerprint); }
+  [[nodiscard]] const std::unordered_set<uint64_t>& skip_set() const {
+    return skip_;
+  }
+
+  // Jobs between dispatch and their end (count); ip_waiting() of them wait
+  // at the IP gate, holding no connection.
+  [[nodiscard]] size_t active() const { return jobs_.size(); }
+  [[nodiscard]] size_t ip_waiting() const { return ip_gate_->waiting(); }
+  // Nothing in flight and nothing the frontier could schedule.
+  [[nodiscard]] bool Idle() const { return jobs_.empty() && frontier_->Idle(); }
+  // Every page job not yet recorded, for the checkpoint.
+  void ForEachInFlight(
+      const std::function<void(const std::string& host_key,
+                               const frontier::Item& item)>& visit) const;
+
+ private:
+  struct Job;
+
+  // Steps, in order (crawl_path.cc).
+  EnterResult Route(const url::Url& canon, const Candidate& c);
+  bool Filter(const url::Url& canon, const Candidate& c);
+  EnterResult Admit(const url::Url& canon, const Candidate& c);
+  void Dispatch(frontier::Frontier::Ready ready);
+  void Resolve(Job* job);
+  void OnResolved(Job* job, Result<dns::Answer> answer);
+  void EnterIpGate(Job* job, const std::string& ip);
+  void Fetch(Job* job, const std::string& ip);
+  void OnFetched(Job* job, fetcher::Response&& response);
+  void OnRobotsFetched(Job* job);
+  void OnPageFetched(Job* job);
+  void Process(Job* job);
+  void OnProcessed(Job* job);
+  void CountCuts(const parser::Page& page);
+  bool Record(Job* job);
+  void FollowRedirect(Job* job);
+  void FollowLinks(Job* job);
+
+  // Job lifecycle.
+  Job* NewJob(bool robots, std::string host_key, std::string url);
+  void SetStage(Job* job, Stage stage);
+  void ArmWaker(int64_t now, bool may_start);
+  void ReleaseSlots(Job* job, const frontier::Completion& completion);
+  void RetryLater(Job* job);
+  void Finish(Job* job);
+  void StoreFailed(Job* job, const Status& status);
+  void StartQueuedProcessing();
+
+  Options options_;
+  Parts parts_;
+  Recorder recorder_;
+  frontier::Frontier* frontier_;
+  frontier::IpGate* ip_gate_;
+  HostTable* hosts_;
+  CrawlStats* stats_;
+  EventLog* log_;
+  const conf::RuleSet* rules_ = nullptr;
+  uint64_t next_job_id_ = 1;
+  std::unordered_map<uint64_t, std::unique_ptr<Job>> jobs_;
+  std::unordered_set<uint64_t> skip_;
+  // Parsers, one per parse slot, and the jobs waiting for a free one.
+  std::vector<std::unique_ptr<ProcessorRegistry>> free_parsers_;
+  std::deque<Job*> waiting_for_parser_;
+  std::unique_ptr<ProcessorRegistry> replay_parsers_;  // made at first use
+};
+
+}  // namespace crawld::daemon
+
+#endif  // CRAWLD_DAEMON_CRAWL_PATH_H_

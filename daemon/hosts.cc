@@ -1,0 +1,273 @@
+#include "daemon/hosts.h"
+
+#include <algorithm>
+
+#include "url/url.h"
+
+namespace crawld::daemon {
+
+std::string_view RobotsStateName(RobotsState state) {
+  switch (state) {
+    case RobotsState::kUnknown:
+      return "unknown";
+    case RobotsState::kFetching:
+      return "fetching";
+    case RobotsState::kReady:
+      return "ready";
+    case RobotsState::kUnreachable:
+      return "unreachable";
+    case RobotsState::kSkipped:
+      return "skipped";
+  }
+  return "unknown";
+}
+
+namespace {
+
+std::string HostOf(std::string_view host_key) {
+  auto u = url::Parse(host_key);
+  return u.ok() ? std::string(u->host()) : std::string();
+}
+
+}  // namespace
+
+HostTable::HostTable(const Options& options, frontier::Frontier* frontier,
+                     CrawlStats* stats, EventLog* log)
+    : options_(options), frontier_(frontier), stats_(stats), log_(log) {}
+
+void HostTable::SetOverrides(const conf::Overrides* overrides) {
+  overrides_ = overrides;
+  ++generation_;
+}
+
+HostRecord& HostTable::Get(std::string_view host_key) {
+  auto it = hosts_.find(std::string(host_key));
+  if (it == hosts_.end()) {
+    it = hosts_.emplace(std::string(host_key), HostRecord()).first;
+  }
+  return it->second;
+}
+
+const HostRecord* HostTable::Find(std::string_view host_key) const {
+  auto it = hosts_.find(std::string(host_key));
+  return it == hosts_.end() ? nullptr : &it->second;
+}
+
+const conf::HostOverride& HostTable::OverrideFor(std::string_view host_key) {
+  HostRecord& host = Get(host_key);
+  RefreshOverride(host_key, host);
+  return host.override_rule;
+}
+
+bool HostTable::RefreshOverride(std::string_view host_key, HostRecord& host) {
+  if (host.override_generation == generation_) return false;
+  host.override_generation = generation_;
+  host.override_rule = overrides_ != nullptr ? overrides_->For(HostOf(host_key))
+                                             : conf::HostOverride();
+  if (!host.override_rule.empty()) {
+    // Never silently: each host an override touches is counted and logged.
+    stats_->Count("override_hosts");
+    log_->Write(Level::kInfo, "override_applied",
+                {{"host", host_key},
+                 {"override", overrides_->Describe(host.override_rule)}});
+  }
+  // Also when empty: a reload may have removed the host's override.
+  ApplyPoliteness(host_key, host);
+  return true;
+}
+
+void HostTable::ApplyPoliteness(std::string_view host_key,
+                                const HostRecord& host) {
+  const conf::HostOverride& ov = host.override_rule;
+  // While robots.txt is fetched the host gets one slot, whatever its
+  // override says: a second slot would only fetch robots.txt again.
+  frontier_->SetHostPoliteness(
+      host_key, ov.delay_ms ? *ov.delay_ms * 1000 : -1,
+      host.robots == RobotsState::kFetching ? 1 : ov.concurrency.value_or(1));
+}
+
+void HostTable::ApplyCrawlDelay(std::string_view host_key,
+                                const robots::Rules& rules) {
+  // (An override's delay-ms replaces it in the frontier.)
+  if (auto delay = rules.crawl_delay_seconds()) {
+    // Clamp before the cast: a hostile "Crawl-delay: 1e300" must not be
+    // undefined behaviour; the frontier caps it at max_crawl_delay.
+    const double s = std::clamp(*delay, 0.0, options_.max_crawl_delay_s);
+    frontier_->SetCrawlDelay(host_key, static_cast<int64_t>(s * 1e6));
+  }
+}
+
+robots::Rules HostTable::Effective(robots::Rules base,
+                                   const HostRecord& host) const {
+  for (const conf::OverrideDisallow& d : host.override_rule.disallow) {
+    base.AddDisallow(d.pattern, overrides_->Where(d.line));
+  }
+  return base;
+}
+
+HostTable::Gate HostTable::CheckPage(std::string_view host_key,
+                                     std::string_view path_and_query,
+                                     int64_t now_us) {
+  HostRecord& host = Get(host_key);
+  const bool override_changed = RefreshOverride(host_key, host);
+  const conf::HostOverride& ov = host.override_rule;
+  if (!options_.respect_robots || ov.ignore_robots) {
+    // No robots.txt fetch: allow-all plus the override's disallows.
+    if (host.robots != RobotsState::kSkipped || override_changed) {
+      host.rules = Effective(robots::Rules::AllowAll(), host);
+      host.robots = RobotsState::kSkipped;
+      host.robots_valid_until_us = INT64_MAX;
+    }
+  } else if (host.robots == RobotsState::kSkipped) {
+    // A reload took ignore-robots away: fetch robots.txt now.
+    host.robots = RobotsState::kUnknown;
+  } else if (override_changed && host.robots == RobotsState::kReady &&
+             host.fetched.has_value()) {
+    // Same robots.txt, new extra rules.
+    host.rules = Effective(*host.fetched, host);
+  }
+
+  Gate gate;
+  if (host.robots == RobotsState::kFetching) {
+    // Between two hops of a redirect chain: the next hop uses this slot.
+    gate.kind = Gate::kFetchRobots;
+    gate.robots_url = host.robots_hop_url;
+    return gate;
+  }
+  const bool need = host.robots == RobotsState::kUnknown ||
+                    host.robots == RobotsState::kUnreachable ||
+                    (host.robots == RobotsState::kReady &&
+                     now_us >= host.robots_valid_until_us);
+  if (need) {
+    host.robots = RobotsState::kFetching;
+    host.robots_hops = 0;
+    host.robots_hop_url = std::string(host_key) + "/robots.txt";
+    ApplyPoliteness(host_key, host);
+    gate.kind = Gate::kFetchRobots;
+    gate.robots_url = host.robots_hop_url;
+    return gate;
+  }
+  if (host.rules.has_value() && !host.rules->Allowed(path_and_query)) {
+    gate.kind = Gate::kDisallowed;
+    gate.verdict = host.rules->Check(path_and_query);
+  }
+  return gate;
+}
+
+void HostTable::SetFetched(std::string_view host_key, HostRecord& host,
+                           robots::Rules fetched, int64_t now_us,
+                           int64_t valid_until) {
+  (void)now_us;
+  host.rules = Effective(fetched, host);
+  host.fetched = std::move(fetched);
+  host.robots = RobotsState::kReady;
+  host.robots_valid_until_us = valid_until;
+  ApplyCrawlDelay(host_key, *host.rules);
+}
+
+HostTable::RobotsResult HostTable::OnRobotsFetched(std::string_view host_key,
+                                                   const RobotsFetch& fetch,
+                                                   int64_t now_us,
+                                                   int64_t wall_us) {
+  HostRecord& host = Get(host_key);
+  robots::FetchOutcome outcome;
+  outcome.status = fetch.status;
+  outcome.undecodable = fetch.undecodable;
+  outcome.incomplete = fetch.incomplete;
+  outcome.hops = host.robots_hops;
+  outcome.has_location = !fetch.location.empty();
+  robots::RobotsHistory history;
+  history.has_last_good = host.fetched.has_value();
+  history.failing_since_us = host.failing_since_us;
+  const robots::RobotsDecision d =
+      robots::DecideRobotsFetch(outcome, history, now_us, options_.policy);
+
+  RobotsResult result;
+  result.access = d.access;
+  result.reason = d.reason;
+  result.completion.response_time_us = fetch.response_us;
+  host.failing_since_us = d.failing_since_us;
+  const int64_t ttl_us = std::max<int64_t>(options_.policy.ttl_us, 1'000'000);
+  switch (d.access) {
+    case robots::Access::kFollowRedirect:
+      // The next hop goes out at the host's next slot: politeness holds
+      // between hops as between pages.
+      host.robots_hop_url = fetch.location;
+      ++host.robots_hops;
+      return result;
+    case robots::Access::kUseBody: {
+      const std::string empty;
+      const std::string& body = fetch.body != nullptr ? *fetch.body : empty;
+      SetFetched(host_key, host,
+                 robots::Rules::Parse(body, options_.robots_token,
+                                      options_.robots_parse),
+                 now_us, d.valid_until_us);
+      // The copy is kept as parsed: at most max_bytes (the parser's own
+      // cut), so a restored copy decides exactly as this one.
+      host.copy = checkpoint::RobotsCopy{
+          wall_us + ttl_us, true,
+          body.substr(
+              0, std::min(body.size(), options_.robots_parse.max_bytes + 1))};
+      dirty_.insert(std::string(host_key));
+      break;
+    }
+    case robots::Access::kAllowAll:
+      SetFetched(host_key, host, robots::Rules::AllowAll(), now_us,
+                 d.valid_until_us);
+      host.copy = checkpoint::RobotsCopy{wall_us + ttl_us, false, ""};
+      dirty_.insert(std::string(host_key));
+      break;
+    case robots::Access::kUseLastGood:
+      host.rules = Effective(*host.fetched, host);
+      host.robots = RobotsState::kReady;
+      host.robots_valid_until_us = d.valid_until_us;
+      stats_->Count("robots_last_good_used");
+      log_->Write(Level::kWarn, "robots_last_good_used", {{"host", host_key}});
+      break;
+    case robots::Access::kDisallowAll:
+      host.robots = RobotsState::kUnreachable;
+      result.completion.outcome = fetch.status >= 500 || fetch.status == 429
+                                      ? frontier::Outcome::kServerError
+                                      : frontier::Outcome::kNetworkError;
+      break;
+  }
+  host.robots_hop_url.clear();
+  host.robots_hops = 0;
+  ApplyPoliteness(host_key, host);
+  return result;
+}
+
+void HostTable::TakeDirty(
+    const std::function<void(const std::string&,
+                             const std::optional<checkpoint::RobotsCopy>&)>&
+        out) {
+  for (const std::string& key : dirty_) {
+    auto it = hosts_.find(key);
+    if (it != hosts_.end()) out(key, it->second.copy);
+  }
+  dirty_.clear();
+}
+
+bool HostTable::Restore(std::string_view host_key,
+                        const checkpoint::RobotsCopy& copy, int64_t now_us,
+                        int64_t wall_us) {
+  HostRecord& host = Get(host_key);
+  robots::Rules rules =
+      copy.has_body ? robots::Rules::Parse(copy.body, options_.robots_token,
+                                           options_.robots_parse)
+                    : robots::Rules::AllowAll();
+  host.copy = copy;
+  // The last good copy serves a later outage even when expired.
+  host.fetched = rules;
+  const int64_t left_us = copy.expires_unix_us - wall_us;
+  if (left_us <= 0) return false;
+  // The override's rules are added at the host's first page (its
+  // generation is 0, so CheckPage looks the override up and rebuilds).
+  host.rules = std::move(rules);
+  host.robots = RobotsState::kReady;
+  host.robots_valid_until_us = now_us + left_us;
+  ApplyCrawlDelay(host_key, *host.rules);
+  return true;
+}
+
+}  // namespace crawld::daemon

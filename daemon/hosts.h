@@ -1,0 +1,168 @@
+// daemon/hosts.h: one record per host (BUbiNG's VisitState, Heritrix's
+// CrawlServer): the host's robots.txt state and rules, the last good copy,
+// the admin override in force, and the single place that writes the host's
+// politeness into the frontier (Crawl-delay, an override's delay and
+// concurrency, one slot while robots.txt is fetched).
+//
+// The robots gate of the way of one URL (crawl_path.h, step 8) is
+// CheckPage(); what a robots.txt fetch means is robots/fetch_policy.h,
+// applied by OnRobotsFetched(). A robots.txt redirect hop is a fetch of its
+// own in the host's schedule: after each hop the host's slot is completed,
+// so the politeness gap holds between hops too (issue 19: five hops went
+// out 1-3 ms apart).
+#ifndef CRAWLD_DAEMON_HOSTS_H_
+#define CRAWLD_DAEMON_HOSTS_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "checkpoint/crawl_state.h"
+#include "conf/overrides.h"
+#include "daemon/crawl_stats.h"
+#include "daemon/event_log.h"
+#include "frontier/frontier.h"
+#include "robots/fetch_policy.h"
+#include "robots/robots.h"
+
+namespace crawld::daemon {
+
+enum class RobotsState : uint8_t {
+  kUnknown,      // never fetched, or expired: fetch before the next page
+  kFetching,     // a robots.txt fetch or redirect chain is under way
+  kReady,        // rules in force until robots_valid_until_us
+  kUnreachable,  // complete disallow; fetched again at the next page
+  kSkipped,      // not fetched: robots off, or an ignore-robots override
+};
+
+// "unknown", "fetching", "ready", "unreachable", "skipped".
+std::string_view RobotsStateName(RobotsState state);
+
+struct HostRecord {
+  RobotsState robots = RobotsState::kUnknown;
+  // The rules in force: the fetched ones (or allow-all) plus the override's
+  // extra disallows. Set whenever robots is kReady or kSkipped.
+  std::optional<robots::Rules> rules;
+  // The rules as last fetched successfully (2xx, or allow-all for a 4xx),
+  // without override rules: the last good copy of RFC 9309 2.3.1.4.
+  std::optional<robots::Rules> fetched;
+  // What the checkpoint keeps of that copy (the body, with a wall-clock
+  // expiry), so that a restart does not fetch every robots.txt again.
+  std::optional<checkpoint::RobotsCopy> copy;
+  int64_t robots_valid_until_us = 0;  // monotonic
+  int64_t failing_since_us = -1;      // monotonic; -1 while not failing
+  // The next hop of a robots.txt redirect chain ("" when none).
+  std::string robots_hop_url;
+  int robots_hops = 0;
+  // The override in force and the rule-set generation it was looked up in.
+  conf::HostOverride override_rule;
+  uint64_t override_generation = 0;
+};
+
+// What one fetch of /robots.txt (or one hop of it) gave.
+struct RobotsFetch {
+  int status = 0;            // 0: no response
+  bool undecodable = false;  // a 2xx whose Content-Encoding failed
+  bool incomplete = false;   // a 2xx cut by the network (not the cap)
+  // A 3xx's Location resolved to an http(s) URL; "" when none.
+  std::string location;
+  // The decoded body of a 2xx, at most robots::Options::max_bytes + 1
+  // bytes (so the parser sees that a longer file was cut); may be null.
+  const std::string* body = nullptr;
+  int64_t response_us = 0;  // the fetch's duration, for the frontier
+};
+
+// Owned by one worker loop; not thread-safe.
+class HostTable {
+ public:
+  struct Options {
+    bool respect_robots = true;
+    std::string robots_token;  // the product token robots.txt groups name
+    robots::Options robots_parse;
+    robots::FetchPolicyOptions policy;
+    // Cap of a robots.txt Crawl-delay handed to the frontier (seconds);
+    // the frontier caps it again at its max_crawl_delay.
+    double max_crawl_delay_s = 86400;
+  };
+
+  // The frontier, stats and log are not owned and must outlive the table.
+  HostTable(const Options& options, frontier::Frontier* frontier,
+            CrawlStats* stats, EventLog* log);
+  HostTable(const HostTable&) = delete;
+  HostTable& operator=(const HostTable&) = delete;
+
+  // The overrides in force (not owned; kept until the next call). Every
+  // host looks its override up again at its next page.
+  void SetOverrides(const conf::Overrides* overrides);
+
+  // The robots gate for a page of `host_key` popped at `now_us`.
+  struct Gate {
+    enum Kind { kFetchRobots, kAllowed, kDisallowed } kind = kAllowed;
+    std::string robots_url;   // kFetchRobots: the URL to fetch
+    robots::Verdict verdict;  // kDisallowed: the deciding rule
+  };
+  [[nodiscard]] Gate CheckPage(std::string_view host_key,
+                               std::string_view path_and_query, int64_t now_us);
+
+  // A robots.txt fetch for `host_key` ended. Applies RFC 9309 2.3.1
+  // (robots/fetch_policy.h) and the frontier politeness that follows.
+  struct RobotsResult {
+    frontier::Completion completion;  // for Frontier::Complete
+    robots::Access access = robots::Access::kDisallowAll;
+    std::string_view reason;  // fetch_policy's reason
+  };
+  [[nodiscard]] RobotsResult OnRobotsFetched(std::string_view host_key,
+                                             const RobotsFetch& fetch,
+                                             int64_t now_us, int64_t wall_us);
+
+  // The record of a host, or nullptr if it has none yet.
+  [[nodiscard]] const HostRecord* Find(std::string_view host_key) const;
+  [[nodiscard]] size_t size() const { return hosts_.size(); }
+
+  // The host's override as in force now (looked up again after a reload).
+  const conf::HostOverride& OverrideFor(std::string_view host_key);
+
+  // --- checkpoint ---
+  // Hosts whose robots copy changed since the last call, with the copy.
+  void TakeDirty(
+      const std::function<void(const std::string& host_key,
+                               const std::optional<checkpoint::RobotsCopy>&)>&
+          out);
+  // The write of those copies failed: report them again next time.
+  void MarkDirty(const std::vector<std::string>& host_keys) {
+    dirty_.insert(host_keys.begin(), host_keys.end());
+  }
+  // A checkpointed copy: the last good copy again, and in force if it has
+  // not expired by `wall_us`. Returns true if it is in force.
+  bool Restore(std::string_view host_key, const checkpoint::RobotsCopy& copy,
+               int64_t now_us, int64_t wall_us);
+
+ private:
+  HostRecord& Get(std::string_view host_key);
+  // Looks the override up again after a reload; true when it changed.
+  bool RefreshOverride(std::string_view host_key, HostRecord& host);
+  // The single writer of the host's politeness in the frontier.
+  void ApplyPoliteness(std::string_view host_key, const HostRecord& host);
+  void ApplyCrawlDelay(std::string_view host_key, const robots::Rules& rules);
+  robots::Rules Effective(robots::Rules base, const HostRecord& host) const;
+  void SetFetched(std::string_view host_key, HostRecord& host,
+                  robots::Rules fetched, int64_t now_us, int64_t valid_until);
+
+  Options options_;
+  frontier::Frontier* frontier_;
+  CrawlStats* stats_;
+  EventLog* log_;
+  const conf::Overrides* overrides_ = nullptr;
+  uint64_t generation_ = 1;
+  std::unordered_map<std::string, HostRecord> hosts_;
+  std::unordered_set<std::string> dirty_;
+};
+
+}  // namespace crawld::daemon
+
+#endif  // CRAWLD_DAEMON_HOSTS_H_

@@ -1,0 +1,46 @@
+// daemon/page_task.h: step 13 of the way of one URL (daemon/crawl_path.h),
+// the part that runs off the worker's loop: decode the body, sniff its type,
+// parse it with the processor of that type, SimHash its text.
+//
+// A task owns everything it writes; it reads only the response it points
+// to, which the loop leaves alone while the task runs. One task at a time
+// uses a ProcessorRegistry (its Extractor holds Gumbo's scratch memory).
+#ifndef CRAWLD_DAEMON_PAGE_TASK_H_
+#define CRAWLD_DAEMON_PAGE_TASK_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "daemon/processors.h"
+#include "fetcher/fetcher.h"
+#include "parser/parser.h"
+
+namespace crawld::daemon {
+
+struct PageTask {
+  // In.
+  const fetcher::Response* response = nullptr;  // not owned
+  std::string url;
+  std::string robots_token;
+  size_t max_decoded = 0;     // bytes of decoded body handed to the parser
+  bool want_simhash = false;  // near-duplicates are checked
+  ProcessorRegistry* parsers = nullptr;  // not owned; this task's alone
+
+  // Out.
+  Status decode;        // the Content-Encoding could not be undone
+  bool capped = false;  // the decoded body reached max_decoded
+  bool parsed = false;  // a processor took it (else archived only)
+  parser::Page page;
+  parser::RobotsDirectives header_robots;  // from X-Robots-Tag
+  std::optional<uint64_t> simhash;
+
+  // Runs the steps above on whichever thread calls it.
+  void Run();
+};
+
+}  // namespace crawld::daemon
+
+#endif  // CRAWLD_DAEMON_PAGE_TASK_H_

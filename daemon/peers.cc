@@ -1,0 +1,345 @@
+#include "daemon/peers.h"
+
+#include <uv.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "conf/read_file.h"
+#include "store/store.h"
+#include "url/url.h"
+
+namespace crawld::daemon {
+
+namespace {
+
+std::string HostOf(std::string_view url) {
+  auto u = url::Parse(url);
+  return u.ok() ? std::string(u->host()) : std::string();
+}
+
+checkpoint::RoutedUrl ToRouted(int to, const cluster::UrlMessage& m) {
+  checkpoint::RoutedUrl r;
+  r.to_worker = to;
+  r.seen_mark = m.seen_mark;
+  r.url = m.url;
+  r.seed_host = m.seed_host;
+  r.depth = m.depth;
+  r.credit = m.credit;
+  return r;
+}
+
+cluster::UrlMessage FromRouted(checkpoint::RoutedUrl&& r) {
+  cluster::UrlMessage m;
+  m.url = std::move(r.url);
+  m.depth = r.depth;
+  m.credit = r.credit;
+  m.seed_host = std::move(r.seed_host);
+  m.seen_mark = r.seen_mark;
+  return m;
+}
+
+}  // namespace
+
+Peers::Peers(const Options& options,
+             std::unique_ptr<cluster::Exchange> exchange, CrawlStats* stats,
+             EventLog* log)
+    : options_(options),
+      ring_(std::make_unique<cluster::Ring>(options.workers, options.ring)),
+      exchange_(std::move(exchange)),
+      stats_(stats),
+      log_(log) {
+  overflow_.resize(static_cast<size_t>(options_.exchange_workers));
+  for (int w = 0; w < options_.workers; ++w) ring_workers_.push_back(w);
+  exchange_->SetInbox([this](int, std::vector<cluster::UrlMessage>&& batch,
+                             cluster::AckFn ack) {
+    OnInbox(std::move(batch), std::move(ack));
+  });
+  exchange_->SetOnWritable([this](int to) {
+    Drain(to);
+    if (wake_) wake_();
+  });
+}
+
+Peers::~Peers() {
+  if (inbox_log_ != nullptr) fclose(inbox_log_);
+}
+
+int Peers::Owner(std::string_view host) const { return ring_->Owner(host); }
+
+// --- out
+// ----------------------------------------------------------------------
+
+void Peers::Send(int to, cluster::UrlMessage m) {
+  stats_->Count("routed_out");
+  auto& waiting = overflow_[static_cast<size_t>(to)];
+  if (exchange_ != nullptr && waiting.empty()) {
+    Status s = exchange_->Send(to, m);
+    if (s.ok()) return;
+    if (s.code() != Status::Code::kResourceExhausted) {
+      stats_->Count("route_refused");
+      log_->Write(Level::kWarn, "route_refused",
+                  {{"url", m.url}, {"error", s.ToString()}});
+      return;
+    }
+  }
+  // Back-pressure (or the exchange is closing): kept, saved by the next
+  // checkpoint, and no new fetch starts until it drained.
+  waiting.push_back(std::move(m));
+  ++overflow_urls_;
+}
+
+void Peers::Drain(int to) {
+  auto& waiting = overflow_[static_cast<size_t>(to)];
+  while (exchange_ != nullptr && !waiting.empty()) {
+    Status s = exchange_->Send(to, waiting.front());
+    if (s.code() == Status::Code::kResourceExhausted) return;
+    if (!s.ok()) stats_->Count("route_refused");
+    waiting.pop_front();
+    --overflow_urls_;
+  }
+}
+
+bool Peers::Drained() const {
+  if (overflow_urls_ > 0) return false;
+  for (int w = 0; exchange_ != nullptr && w < options_.exchange_workers; ++w) {
+    if (exchange_->Pending(w) > 0) return false;
+  }
+  return true;
+}
+
+std::vector<checkpoint::RoutedUrl> Peers::Outbox() const {
+  if (exchange_ == nullptr) return final_outbox_;
+  std::vector<checkpoint::RoutedUrl> out;
+  exchange_->ForEachUnacked([&out](int to, const cluster::UrlMessage& m) {
+    out.push_back(ToRouted(to, m));
+  });
+  for (size_t to = 0; to < overflow_.size(); ++to) {
+    for (const auto& m : overflow_[to]) {
+      out.push_back(ToRouted(static_cast<int>(to), m));
+    }
+  }
+  for (const auto& m : pre_go_) out.push_back(ToRouted(options_.self, m));
+  return out;
+}
+
+void Peers::Resend(const std::vector<checkpoint::RoutedUrl>& outbox) {
+  for (checkpoint::RoutedUrl r : outbox) {
+    // The owner may have changed with the worker count.
+    const int owner = Owner(HostOf(r.url));
+    cluster::UrlMessage m = FromRouted(std::move(r));
+    if (owner == options_.self) {
+      Admit(m);
+    } else {
+      Send(owner, std::move(m));
+    }
+  }
+  if (!outbox.empty()) stats_->Count("outbox_resent", outbox.size());
+}
+
+// --- in
+// -----------------------------------------------------------------------
+
+void Peers::OnInbox(std::vector<cluster::UrlMessage>&& batch,
+                    cluster::AckFn ack) {
+  if (inbox_log_ != nullptr) {
+    // Durable before the ack: a kill after it replays the log.
+    std::vector<checkpoint::RoutedUrl> routed;
+    routed.reserve(batch.size());
+    for (const auto& m : batch) routed.push_back(ToRouted(options_.self, m));
+    const std::string frame = checkpoint::EncodeInboxFrame(routed);
+    if (fwrite(frame.data(), 1, frame.size(), inbox_log_) != frame.size() ||
+        fflush(inbox_log_) != 0) {
+      stats_->Count("inbox_log_failed");
+      log_->Write(Level::kError, "inbox_log_failed",
+                  {{"error", strerror(errno)}});
+      clearerr(inbox_log_);
+      return;  // unacknowledged: resent after a reconnect
+    }
+  }
+  stats_->Count("routed_in", batch.size());
+  for (const auto& m : batch) Admit(m);
+  ack();
+  if (wake_) wake_();
+}
+
+void Peers::Admit(const cluster::UrlMessage& m) {
+  if (!go_ && !m.seen_mark) {
+    pre_go_.push_back(m);
+    return;
+  }
+  if (m.seen_mark) {
+    const std::string host = HostOf(m.url);
+    if (!host.empty() && Owner(host) != options_.self) {
+      // Read from a gone worker's inbox (Adopt), or sent before the ring
+      // changed: the mark belongs to the host's owner now.
+      Send(Owner(host), m);
+      return;
+    }
+  }
+  if (admit_) admit_(m);
+}
+
+void Peers::Go() {
+  go_ = true;
+  log_->Write(Level::kInfo, "go",
+              {{"waiting_urls", std::to_string(pre_go_.size())}});
+  std::vector<cluster::UrlMessage> waiting;
+  waiting.swap(pre_go_);
+  for (const auto& m : waiting) Admit(m);
+}
+
+Status Peers::OpenInboxLog() {
+  if (options_.inbox_log_path.empty()) return Status::Ok();
+  inbox_log_ = fopen(options_.inbox_log_path.c_str(), "a");
+  if (inbox_log_ == nullptr) {
+    return Status::IOError(options_.inbox_log_path + ": " + strerror(errno));
+  }
+  return Status::Ok();
+}
+
+void Peers::ReplayInboxLog() {
+  if (options_.inbox_log_path.empty()) return;
+  auto text =
+      conf::internal::ReadSmallFile(options_.inbox_log_path, 1ull << 40);
+  if (!text.ok()) return;  // none yet
+  uint64_t n = 0;
+  checkpoint::DecodeInboxLog(*text, [&](checkpoint::RoutedUrl&& r) {
+    Admit(FromRouted(std::move(r)));
+    ++n;
+  });
+  if (n > 0) stats_->Count("inbox_replayed", n);
+}
+
+void Peers::TruncateInboxLog() {
+  if (inbox_log_ == nullptr) return;
+  // O_APPEND writes go to the new end.
+  fflush(inbox_log_);
+  if (ftruncate(fileno(inbox_log_), 0) != 0) stats_->Count("inbox_log_failed");
+}
+
+// --- handover
+// -----------------------------------------------------------------
+
+void Peers::Rebalance(frontier::Frontier* frontier,
+                      const std::vector<std::string>& own_warc_paths,
+                      int previous_workers) {
+  uint64_t hosts = 0, urls = 0, marks = 0;
+  for (const std::string& key : frontier->QueuedHosts()) {
+    const std::string host = HostOf(key);
+    if (host.empty() || Owner(host) == options_.self) continue;
+    const int to = Owner(host);
+    ++hosts;
+    Status s = frontier->TakeQueue(key, [&](frontier::Item&& item) {
+      cluster::UrlMessage m;
+      m.url = std::move(item.url);
+      m.depth = item.depth;
+      m.credit = item.credit;
+      m.seed_host = std::move(item.seed_host);
+      Send(to, std::move(m));
+      ++urls;
+    });
+    if (!s.ok()) {
+      log_->Write(Level::kError, "rebalance_queue_lost",
+                  {{"host", key}, {"error", s.ToString()}});
+    }
+  }
+  // The pages this worker fetched of hosts it gave away: their new owner
+  // must not fetch them again when links to them turn up.
+  store::Record rec;
+  for (const std::string& path : own_warc_paths) {
+    auto reader = store::WarcReader::Open(path);
+    if (!reader.ok()) continue;
+    while (true) {
+      auto more = (*reader)->Next(&rec);
+      if (!more.ok() || !*more) break;
+      const std::string type = rec.type();
+      if (type != "response" && type != "revisit") continue;
+      cluster::UrlMessage m;
+      m.url = rec.Header("WARC-Target-URI");
+      const std::string host = HostOf(m.url);
+      if (host.empty() || Owner(host) == options_.self) continue;
+      m.seen_mark = true;
+      Send(Owner(host), std::move(m));
+      ++marks;
+    }
+  }
+  stats_->Count("rebalance_hosts_moved", hosts);
+  log_->Write(Level::kInfo, "rebalanced",
+              {{"from_workers", std::to_string(previous_workers)},
+               {"workers", std::to_string(ring_workers_.size())},
+               {"epoch", std::to_string(ring_epoch_)},
+               {"hosts_moved", std::to_string(hosts)},
+               {"urls_moved", std::to_string(urls)},
+               {"fetched_urls_sent", std::to_string(marks)}});
+}
+
+bool Peers::ApplyRing(int64_t epoch, std::vector<int> live,
+                      const std::vector<int>& gone) {
+  int top = live.back() + 1;
+  if (!gone.empty()) top = std::max(top, gone.back() + 1);
+  if (top > options_.exchange_workers) {
+    options_.exchange_workers = top;
+    overflow_.resize(static_cast<size_t>(top));
+  }
+  const bool joined = !std::includes(ring_workers_.begin(), ring_workers_.end(),
+                                     live.begin(), live.end());
+  ring_ = std::make_unique<cluster::Ring>(live, options_.ring);
+  ring_workers_ = std::move(live);
+  ring_epoch_ = epoch;
+  // The inboxes of the workers that left: everything ever sent to them is
+  // read again and routed to the hosts' new owners (their frontiers died
+  // with them); each is read by one worker of the ring.
+  std::vector<int> adopted;
+  std::string adopted_text;
+  for (int w : gone) {
+    if (cluster::AdopterOf(*ring_, w) != options_.self) continue;
+    adopted.push_back(w);
+    adopted_text += (adopted_text.empty() ? "" : ",") + std::to_string(w);
+  }
+  if (exchange_ != nullptr) exchange_->Adopt(adopted);
+  log_->Write(Level::kInfo, "ring",
+              {{"epoch", std::to_string(ring_epoch_)},
+               {"workers", std::to_string(ring_workers_.size())},
+               {"adopted", adopted_text}});
+  return joined;
+}
+
+void Peers::WhenCaughtUp(std::function<void()> fn) {
+  if (exchange_ == nullptr) {
+    fn();
+    return;
+  }
+  exchange_->WhenCaughtUp(std::move(fn));
+}
+
+// --- end
+// ----------------------------------------------------------------------
+
+cluster::ExchangeStats Peers::stats() const {
+  return exchange_ != nullptr ? exchange_->stats() : final_stats_;
+}
+
+void Peers::Close(uv_loop_t* loop) {
+  if (exchange_ == nullptr) return;
+  // What is still unacknowledged goes into the exit checkpoint. Destroyed
+  // on the next loop turn: Close can run inside an exchange callback.
+  exchange_->Flush();
+  final_outbox_ = Outbox();
+  final_stats_ = exchange_->stats();
+  auto* t = new uv_timer_t;
+  uv_timer_init(loop, t);
+  t->data = exchange_.release();
+  uv_timer_start(
+      t,
+      [](uv_timer_t* timer) {
+        delete static_cast<cluster::Exchange*>(timer->data);
+        uv_close(reinterpret_cast<uv_handle_t*>(timer), [](uv_handle_t* h) {
+          delete reinterpret_cast<uv_timer_t*>(h);
+        });
+      },
+      1, 0);
+}
+
+}  // namespace crawld::daemon

@@ -1,0 +1,94 @@
+// daemon/recovery.h: the worker's checkpoints and its recovery after a stop
+// or a crash (docs/CHECKPOINT.md; docs/OPERATIONS.md, "After a crash").
+//
+// A checkpoint makes durable, in this order: the WARC written so far
+// (flushed), the frontier's queues, the URL-seen store, then one atomic
+// batch of checkpoint::CrawlState (counters, the WARC position, the URLs in
+// flight, the recorded URLs still to skip, the unacknowledged outbox, the
+// changed host records and trap counters); then the inbox log starts over.
+//
+// Recovery loads that state, puts the URLs in flight back at the head of
+// their queues, resends the outbox, and replays the WARC records written
+// after the checkpointed position: their URLs are not fetched again and
+// their links (from the page's metadata record, or by parsing the body)
+// and redirects are followed again, since the queue entries they made
+// after the checkpoint were lost. Then the inbox log is replayed. So a
+// crash at any moment loses no URL, and a URL is fetched at most once
+// more.
+#ifndef CRAWLD_DAEMON_RECOVERY_H_
+#define CRAWLD_DAEMON_RECOVERY_H_
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "checkpoint/checkpoint.h"
+#include "conf/traps.h"
+#include "daemon/crawl_path.h"
+#include "daemon/crawl_stats.h"
+#include "daemon/event_log.h"
+#include "daemon/hosts.h"
+#include "daemon/peers.h"
+#include "daemon/ports.h"
+#include "dedupe/dedupe.h"
+#include "frontier/frontier.h"
+#include "store/store.h"
+
+namespace crawld::daemon {
+
+// This worker's WARC files in `warc_dir` (the worker id is in the name),
+// oldest first, as basenames.
+[[nodiscard]] std::vector<std::string> OwnWarcFiles(const std::string& warc_dir,
+                                                    const std::string& prefix,
+                                                    int worker_id);
+
+// On the worker's loop; every call blocks on disk I/O.
+class Recovery {
+ public:
+  struct Options {
+    std::string warc_dir;
+    std::string warc_prefix;
+    int worker_id = 0;
+    int workers = 1;  // the crawl's worker count, written into the state
+  };
+  // None owned; `peers` is null with one worker.
+  struct Parts {
+    checkpoint::Store* state = nullptr;
+    dedupe::UrlSeenStore* seen = nullptr;
+    frontier::Frontier* frontier = nullptr;
+    store::WarcWriter* warc = nullptr;
+    CrawlPath* path = nullptr;
+    HostTable* hosts = nullptr;
+    conf::TrapGuard* traps = nullptr;
+    Peers* peers = nullptr;
+    CrawlStats* stats = nullptr;
+    EventLog* log = nullptr;
+    const Clock* clock = nullptr;
+  };
+
+  Recovery(const Options& options, const Parts& parts)
+      : options_(options), parts_(parts) {}
+
+  // Takes a checkpoint; `why` is logged ("start", "interval", "exit").
+  // On an error the previous checkpoint stays valid.
+  [[nodiscard]] Status Checkpoint(const char* why);
+
+  // Restores the last checkpoint and replays what came after it. Returns
+  // the worker count the checkpoint was taken with. Errors: the state's
+  // (Corruption, FailedPrecondition for another layout).
+  [[nodiscard]] Result<int> Recover();
+
+  [[nodiscard]] uint64_t checkpoints() const { return checkpoints_; }
+
+ private:
+  uint64_t ReplayWarcs(const std::string& from_file, uint64_t from_offset,
+                       uint64_t* truncated_files);
+
+  Options options_;
+  Parts parts_;
+  uint64_t checkpoints_ = 0;
+};
+
+}  // namespace crawld::daemon
+
+#endif  // CRAWLD_DAEMON_RECOVERY_H_

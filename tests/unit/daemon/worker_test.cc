@@ -1,0 +1,855 @@
+// The way of one URL (daemon/crawl_path.h) on a fake clock and a scripted
+// web: the robots policy (RFC 9309 2.3.1), politeness gaps, Retry-After,
+// retirement, redirects, duplicates and recovery, each in milliseconds and
+// deterministic. The real frontier, IP gate, host table, WARC writer,
+// checkpoint store and parser run; only time, DNS, HTTP and the parse
+// thread are replaced (daemon/ports.h).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpoint.h"
+#include "conf/conf.h"
+#include "conf/overrides.h"
+#include "conf/rules.h"
+#include "conf/traps.h"
+#include "daemon/component_options.h"
+#include "daemon/crawl_path.h"
+#include "daemon/crawl_stats.h"
+#include "daemon/documents.h"
+#include "daemon/event_log.h"
+#include "daemon/hosts.h"
+#include "daemon/ports.h"
+#include "daemon/recovery.h"
+#include "dedupe/dedupe.h"
+#include "frontier/frontier.h"
+#include "frontier/ip_gate.h"
+#include "store/store.h"
+#include "url/url.h"
+
+namespace crawld::daemon {
+namespace {
+
+constexpr int64_t kMs = 1000;
+constexpr int64_t kS = 1000 * kMs;
+
+// --- the fake world
+// -----------------------------------------------------------
+
+// Events at fake times, in time order (FIFO among equal times).
+class EventQueue {
+ public:
+  void At(int64_t when, std::function<void()> fn) {
+    q_.push({when, seq_++, std::move(fn)});
+  }
+  bool empty() const { return q_.empty(); }
+  int64_t next() const { return q_.top().when; }
+  std::function<void()> Pop() {
+    auto fn = q_.top().fn;
+    q_.pop();
+    return fn;
+  }
+
+ private:
+  struct Event {
+    int64_t when;
+    uint64_t seq;
+    std::function<void()> fn;
+    bool operator>(const Event& o) const {
+      return when != o.when ? when > o.when : seq > o.seq;
+    }
+  };
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> q_;
+  uint64_t seq_ = 0;
+};
+
+class FakeClock final : public Clock {
+ public:
+  int64_t MonotonicUs() const override { return now; }
+  int64_t WallUs() const override { return 1'764'000'000 * kS + now; }
+  int64_t now = 1 * kS;
+};
+
+// A scripted answer.
+struct Page {
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers = {
+      {"Content-Type", "text/html"}};
+  std::string body;
+  int64_t latency_us = 10 * kMs;
+  bool network_error = false;  // no response at all (connect refused)
+  bool cut = false;            // the connection closed in the body
+};
+
+// One request the web saw.
+struct Hit {
+  std::string url;
+  std::string ip;
+  int64_t start_us = 0;
+  int64_t end_us = 0;
+};
+
+// DNS and HTTP of a scripted web. Unknown URLs answer 404; unknown hosts
+// resolve to 10.0.0.1 unless `addresses` says otherwise.
+class FakeWeb final : public FetchPort, public ResolvePort {
+ public:
+  FakeWeb(EventQueue* events, FakeClock* clock)
+      : events_(events), clock_(clock) {}
+
+  std::map<std::string, Page> pages;  // by absolute URL
+  std::map<std::string, std::string> addresses;
+  std::vector<Hit> hits;
+  int in_flight = 0;
+  int max_in_flight = 0;
+  std::map<std::string, int> in_flight_by_ip;
+  std::map<std::string, int> max_in_flight_by_ip;
+
+  void Resolve(const std::string& host,
+               std::function<void(Result<dns::Answer>)> done) override {
+    dns::Answer a;
+    auto it = addresses.find(host);
+    a.addresses.push_back(it != addresses.end() ? it->second : "10.0.0.1");
+    events_->At(clock_->now, [done, a] { done(a); });
+  }
+
+  void Submit(fetcher::Request req,
+              std::function<void(fetcher::Response&&)> done) override {
+    const int64_t start = clock_->now;
+    std::string key = req.url;
+    if (size_t p = key.find(":80/"); p != std::string::npos) key.erase(p, 3);
+    auto it = pages.find(key);
+    Page page = it != pages.end() ? it->second : Page{404, {}, "", 5 * kMs};
+    ++in_flight;
+    max_in_flight = std::max(max_in_flight, in_flight);
+    max_in_flight_by_ip[req.ip] =
+        std::max(max_in_flight_by_ip[req.ip], ++in_flight_by_ip[req.ip]);
+    events_->At(start + page.latency_us, [this, req, page, start, done] {
+      --in_flight;
+      --in_flight_by_ip[req.ip];
+      // The crawler names robots.txt by its host key (with the port).
+      std::string url = req.url;
+      if (size_t p = url.find(":80/"); p != std::string::npos) url.erase(p, 3);
+      hits.push_back({url, req.ip, start, clock_->now});
+      fetcher::Response r;
+      r.start_us = clock_->WallUs();
+      r.end_us = r.start_us;
+      r.ip = req.ip;
+      if (page.network_error) {
+        r.error = fetcher::ErrorClass::kConnect;
+        r.error_message = "refused";
+        done(std::move(r));
+        return;
+      }
+      r.status_code = page.status;
+      auto u = url::Parse(req.url);
+      r.request_head = "GET " + std::string(u->path_and_query()) +
+                       " HTTP/1.1\r\nHost: " + std::string(u->host()) +
+                       "\r\n\r\n";
+      r.response_head = "HTTP/1.1 " + std::to_string(page.status) + " X\r\n";
+      for (const auto& [k, v] : page.headers) {
+        r.headers.emplace_back(k, v);
+        r.response_head += k + ": " + v + "\r\n";
+      }
+      r.response_head += "\r\n";
+      (void)r.body.Append(page.body);
+      if (page.cut) {
+        r.truncated = true;
+        r.truncated_reason = "disconnect";
+        r.error = fetcher::ErrorClass::kConnect;
+      }
+      done(std::move(r));
+    });
+  }
+  void Shutdown() override {}
+  uint64_t connections_opened() const override { return 0; }
+
+  std::vector<Hit> HitsOf(std::string_view prefix) const {
+    std::vector<Hit> out;
+    for (const Hit& h : hits) {
+      if (h.url.rfind(prefix, 0) == 0) out.push_back(h);
+    }
+    return out;
+  }
+  int Count(const std::string& url) const {
+    int n = 0;
+    for (const Hit& h : hits) n += h.url == url;
+    return n;
+  }
+
+ private:
+  EventQueue* events_;
+  FakeClock* clock_;
+};
+
+// Parses inline, hands the result back as a later event (as the real pool
+// does: never inside Run()).
+class InlinePool final : public WorkPool {
+ public:
+  InlinePool(EventQueue* events, FakeClock* clock)
+      : events_(events), clock_(clock) {}
+  void Run(std::function<void()> work, std::function<void()> done) override {
+    work();
+    events_->At(clock_->now, std::move(done));
+  }
+
+ private:
+  EventQueue* events_;
+  FakeClock* clock_;
+};
+
+class FakeWaker final : public Waker {
+ public:
+  void WakeAt(int64_t t) override { at = t; }
+  int64_t at = INT64_MAX;
+};
+
+std::string TempDir() {
+  std::string tmpl =
+      (std::filesystem::temp_directory_path() / "crawld-worker-XXXXXX")
+          .string();
+  return mkdtemp(tmpl.data());
+}
+
+// Everything a worker's crawl path needs, wired as the worker wires it,
+// with the fakes above. `config` is the crawl's config (data_dir: a fresh
+// temporary directory per world unless given).
+class World {
+  conf::Config config_;
+  std::string dir_;
+  EventQueue events_;
+
+ public:
+  explicit World(conf::Config config, std::string dir = TempDir(),
+                 bool checkpoints = false)
+      : config_(std::move(config)),
+        dir_(std::move(dir)),
+        web(&events_, &clock),
+        pool_(&events_, &clock) {
+    config_.crawl.data_dir = dir_;
+    std::filesystem::create_directories(dir_ + "/warc");
+    (void)log_.Open(dir_ + "/log.jsonl");
+    log_.set_min_level(Level::kDebug);
+    canon_ = std::make_unique<url::Canonicalizer>(CanonOptions(config_));
+    traps_ = std::make_unique<conf::TrapGuard>(TrapOptions(config_, 2026));
+    ip_gate_ = std::make_unique<frontier::IpGate>(IpGateOptions(config_));
+    frontier_ = frontier::Frontier::Open(
+                    FrontierOptions(config_, checkpoints ? dir_ + "/frontier"
+                                                         : std::string()))
+                    .value();
+    rules_ = conf::RuleSet::AcceptAll();
+    overrides_ = conf::Overrides::None();
+    hosts_ = std::make_unique<HostTable>(HostOptions(config_), frontier_.get(),
+                                         &stats, &log_);
+    hosts_->SetOverrides(overrides_.get());
+    documents_ =
+        std::make_unique<Documents>(DocumentOptions(config_), &stats, &log_);
+    warc_ = store::WarcWriter::Open(StoreOptions(config_, 0)).value();
+    if (checkpoints) {
+      state_ = checkpoint::Store::Open(dir_ + "/state", {}).value();
+      seen_store_ =
+          dedupe::UrlSeenStore::Open(SeenOptions(config_, dir_ + "/seen"))
+              .value();
+    }
+    seen_ = std::make_unique<SeenAdapter>(seen_store_.get());
+    CrawlPath::Parts p;
+    p.clock = &clock;
+    p.fetch = &web;
+    p.resolve = &web;
+    p.pool = &pool_;
+    p.waker = &waker_;
+    p.canonicalizer = canon_.get();
+    p.traps = traps_.get();
+    p.frontier = frontier_.get();
+    p.ip_gate = ip_gate_.get();
+    p.hosts = hosts_.get();
+    p.documents = documents_.get();
+    p.warc = warc_.get();
+    p.seen = seen_.get();
+    p.stats = &stats;
+    p.log = &log_;
+    p.on_fatal = [this](const std::string& r) { fatal = r; };
+    p.accepting = [this] { return accepting; };
+    path = std::make_unique<CrawlPath>(PathOptions(config_), p);
+    path->SetRules(rules_.get());
+    if (checkpoints) {
+      Recovery::Options ro;
+      ro.warc_dir = dir_ + "/warc";
+      ro.warc_prefix = config_.store.warc_prefix;
+      Recovery::Parts rp;
+      rp.state = state_.get();
+      rp.seen = seen_store_.get();
+      rp.frontier = frontier_.get();
+      rp.warc = warc_.get();
+      rp.path = path.get();
+      rp.hosts = hosts_.get();
+      rp.traps = traps_.get();
+      rp.stats = &stats;
+      rp.log = &log_;
+      rp.clock = &clock;
+      recovery = std::make_unique<Recovery>(ro, rp);
+    }
+  }
+  ~World() {
+    path.reset();
+    if (remove_dir_) std::filesystem::remove_all(dir_);
+  }
+
+  void SetOverrides(std::string_view text) {
+    overrides_ = conf::Overrides::Parse(text, "ov.conf").value();
+    hosts_->SetOverrides(overrides_.get());
+  }
+  void SetRules(std::string_view text) {
+    rules_ = conf::RuleSet::Parse(text, "rules.conf").value();
+    path->SetRules(rules_.get());
+  }
+
+  void Seed(const std::string& url) {
+    Candidate c;
+    c.url = url;
+    c.source = Candidate::Source::kSeed;
+    c.credit = 1.0;
+    path->Enter(c);
+  }
+
+  // Runs events and wake-ups in time order until nothing is left or the
+  // clock passes `until` (fake microseconds from now).
+  void Run(int64_t until = 3600 * kS) {
+    const int64_t end = clock.now + until;
+    path->Pump();
+    for (int steps = 0; steps < 1'000'000; ++steps) {
+      const int64_t next_event = events_.empty() ? INT64_MAX : events_.next();
+      const int64_t next = std::min(next_event, waker_.at);
+      if (next == INT64_MAX || next > end) return;
+      clock.now = std::max(clock.now, next);
+      if (next_event <= waker_.at) {
+        events_.Pop()();
+      } else {
+        waker_.at = INT64_MAX;
+        path->Pump();
+      }
+    }
+    FAIL() << "the world did not settle";
+  }
+
+  // The WARC records written, as (type, target URI).
+  std::vector<std::pair<std::string, std::string>> Records() {
+    (void)warc_->Flush();
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const std::string& name :
+         OwnWarcFiles(dir_ + "/warc", config_.store.warc_prefix, 0)) {
+      auto reader = store::WarcReader::Open(dir_ + "/warc/" + name).value();
+      store::Record rec;
+      while (true) {
+        auto more = reader->Next(&rec);
+        if (!more.ok() || !*more) break;
+        out.emplace_back(rec.type(), rec.Header("WARC-Target-URI"));
+      }
+    }
+    return out;
+  }
+  int RecordsOf(const std::string& type, const std::string& uri) {
+    int n = 0;
+    for (const auto& [t, u] : Records()) n += t == type && u == uri;
+    return n;
+  }
+
+  void KeepDir() { remove_dir_ = false; }
+  const std::string& dir() const { return dir_; }
+
+  FakeClock clock;
+  FakeWeb web;
+  CrawlStats stats;
+  std::string fatal;
+  bool accepting = true;
+  std::unique_ptr<CrawlPath> path;
+  std::unique_ptr<Recovery> recovery;
+
+ private:
+  class SeenAdapter final : public SeenTest {
+   public:
+    explicit SeenAdapter(dedupe::UrlSeenStore* store) : store_(store) {}
+    bool InsertIfNew(std::string_view host_key, uint64_t fp) override {
+      if (store_ == nullptr) return memory_.insert(fp).second;
+      (void)host_key;
+      Result<bool> r = store_->InsertIfNew(0, fp);
+      return !r.ok() || *r;
+    }
+
+   private:
+    dedupe::UrlSeenStore* store_;
+    std::unordered_set<uint64_t> memory_;
+  };
+
+  bool remove_dir_ = true;
+  InlinePool pool_;
+  FakeWaker waker_;
+  EventLog log_;
+  std::unique_ptr<url::Canonicalizer> canon_;
+  std::unique_ptr<conf::TrapGuard> traps_;
+  std::unique_ptr<frontier::IpGate> ip_gate_;
+  std::unique_ptr<frontier::Frontier> frontier_;
+  std::unique_ptr<conf::RuleSet> rules_;
+  std::unique_ptr<conf::Overrides> overrides_;
+  std::unique_ptr<HostTable> hosts_;
+  std::unique_ptr<Documents> documents_;
+  std::unique_ptr<store::WarcWriter> warc_;
+  std::unique_ptr<checkpoint::Store> state_;
+  std::unique_ptr<dedupe::UrlSeenStore> seen_store_;
+  std::unique_ptr<SeenAdapter> seen_;
+};
+
+conf::Config Cfg() {
+  conf::Config c;
+  c.politeness.min_delay_ms = 100;
+  c.politeness.max_delay_ms = 60000;
+  c.politeness.delay_factor = 0;
+  c.politeness.ip_min_delay_ms = 0;
+  c.politeness.max_host_errors = 3;
+  c.store.near_duplicate_bits = 0;
+  c.fetch.max_connections = 16;
+  return c;
+}
+
+Page Html(std::string body) {
+  Page p;
+  p.body = std::move(body);
+  return p;
+}
+
+Page Robots(std::string body) {
+  Page p;
+  p.headers = {{"Content-Type", "text/plain"}};
+  p.body = std::move(body);
+  return p;
+}
+
+Page Status(int status,
+            std::vector<std::pair<std::string, std::string>> h = {}) {
+  Page p;
+  p.status = status;
+  p.headers = std::move(h);
+  return p;
+}
+
+// Gaps between the end of one request and the start of the next.
+std::vector<int64_t> Gaps(const std::vector<Hit>& hits) {
+  std::vector<int64_t> gaps;
+  for (size_t i = 1; i < hits.size(); ++i) {
+    gaps.push_back(hits[i].start_us - hits[i - 1].end_us);
+  }
+  return gaps;
+}
+
+// --- RFC 9309 section 2.3.1, as the crawl obeys it
+// ----------------------------
+
+TEST(WorkerRfc9309, Sec2_3_1_RobotsTxtComesFirstAndItsRulesApply) {
+  World w(Cfg());
+  w.web.pages["http://a.test/robots.txt"] =
+      Robots("User-agent: *\nDisallow: /private\n");
+  w.web.pages["http://a.test/"] =
+      Html("<a href=/private/x>p</a><a href=/public>q</a>");
+  w.web.pages["http://a.test/public"] = Html("ok");
+  w.Seed("http://a.test/");
+  w.Run();
+  ASSERT_GE(w.web.hits.size(), 3u);
+  EXPECT_EQ(w.web.hits[0].url, "http://a.test/robots.txt");
+  EXPECT_EQ(w.web.Count("http://a.test/private/x"), 0);
+  EXPECT_EQ(w.web.Count("http://a.test/public"), 1);
+  EXPECT_EQ(w.stats.count("robots_disallowed"), 1u);
+  EXPECT_EQ(w.stats.robots_fetches, 1u);
+  EXPECT_TRUE(w.path->Idle());
+}
+
+TEST(WorkerRfc9309, Sec2_3_1_3_NotFoundMeansEverythingAllowed) {
+  World w(Cfg());
+  w.web.pages["http://a.test/"] = Html("<a href=/x>x</a>");
+  w.web.pages["http://a.test/x"] = Html("x");
+  w.Seed("http://a.test/");
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://a.test/robots.txt"), 1);
+  EXPECT_EQ(w.web.Count("http://a.test/x"), 1);
+}
+
+TEST(WorkerRfc9309, Sec2_3_1_4_ServerErrorNoPagesBackoffThenRetire) {
+  World w(Cfg());
+  w.web.pages["http://a.test/robots.txt"] = Status(500);
+  w.web.pages["http://a.test/"] = Html("never");
+  w.Seed("http://a.test/");
+  w.Run();
+  const std::vector<Hit> hits = w.web.HitsOf("http://a.test/");
+  // max_host_errors = 3: robots.txt asked three times, then retired.
+  ASSERT_EQ(hits.size(), 3u);
+  for (const Hit& h : hits) EXPECT_EQ(h.url, "http://a.test/robots.txt");
+  const std::vector<int64_t> gaps = Gaps(hits);
+  EXPECT_GE(gaps[0], 2 * kS);   // the error backoff's base
+  EXPECT_GT(gaps[1], gaps[0]);  // and it grows
+  EXPECT_EQ(w.stats.count("robots_5xx"), 3u);
+  EXPECT_TRUE(w.path->Idle());
+}
+
+TEST(WorkerRfc9309, Sec2_3_1_4_UnreachableHostFetchesNoPage) {
+  World w(Cfg());
+  Page down;
+  down.network_error = true;
+  w.web.pages["http://a.test/robots.txt"] = down;
+  w.Seed("http://a.test/");
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://a.test/"), 0);
+  EXPECT_EQ(w.stats.count("robots_unreachable"), 3u);
+  EXPECT_EQ(w.stats.count("connect"), 3u);
+}
+
+TEST(WorkerRfc9309, Sec2_3_1_4_LongOutageUsesTheLastGoodCopy) {
+  conf::Config c = Cfg();
+  c.politeness.robots_ttl_s = 1;
+  c.politeness.robots_outage_grace_s = 0;
+  c.politeness.min_delay_ms = 400;
+  World w(c);
+  w.web.pages["http://a.test/robots.txt"] =
+      Robots("User-agent: *\nDisallow: /no\n");
+  std::string chain;
+  for (int i = 0; i < 8; ++i) {
+    w.web.pages["http://a.test/p" + std::to_string(i)] =
+        Html("<a href=/p" + std::to_string(i + 1) + ">n</a><a href=/no>x</a>");
+  }
+  w.Seed("http://a.test/p0");
+  // robots.txt answers once, then fails for good.
+  w.Run(600 * kMs);
+  w.web.pages["http://a.test/robots.txt"] = Status(500);
+  w.Run();
+  EXPECT_GT(w.web.Count("http://a.test/robots.txt"), 1);
+  EXPECT_EQ(w.web.Count("http://a.test/p7"), 1);
+  EXPECT_EQ(w.web.Count("http://a.test/no"), 0);
+  EXPECT_GT(w.stats.count("robots_last_good_used"), 0u);
+}
+
+// Issue 19: redirect hops of robots.txt went out 1-3 ms apart.
+TEST(WorkerRfc9309, Sec2_3_1_2_Issue19_RedirectHopsKeepThePolitenessGap) {
+  World w(Cfg());
+  for (int i = 0; i < 5; ++i) {
+    const std::string from = i == 0 ? "http://a.test/robots.txt"
+                                    : "http://a.test/r" + std::to_string(i);
+    w.web.pages[from] =
+        Status(301, {{"Location", "/r" + std::to_string(i + 1)}});
+  }
+  w.web.pages["http://a.test/r5"] = Robots("User-agent: *\nDisallow: /\n");
+  w.web.pages["http://a.test/"] = Html("disallowed");
+  w.Seed("http://a.test/");
+  w.Run();
+  const std::vector<Hit> hits = w.web.HitsOf("http://a.test/");
+  ASSERT_EQ(hits.size(), 6u);  // five hops followed, then the rules apply
+  for (int64_t gap : Gaps(hits)) EXPECT_GE(gap, 100 * kMs);
+  EXPECT_EQ(w.web.Count("http://a.test/"), 0);
+}
+
+TEST(WorkerRfc9309, Sec2_3_1_2_MoreThanFiveHopsIsUnavailable) {
+  World w(Cfg());
+  for (int i = 0; i < 6; ++i) {
+    const std::string from = i == 0 ? "http://a.test/robots.txt"
+                                    : "http://a.test/r" + std::to_string(i);
+    w.web.pages[from] =
+        Status(302, {{"Location", "/r" + std::to_string(i + 1)}});
+  }
+  w.web.pages["http://a.test/"] = Html("allowed");
+  w.Seed("http://a.test/");
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://a.test/r6"), 0);  // not a sixth hop
+  EXPECT_EQ(w.web.Count("http://a.test/"), 1);    // and no rules
+  EXPECT_EQ(w.stats.count("robots_too_many_redirects"), 1u);
+}
+
+// Issue 14: an undecodable robots.txt read as empty, i.e. allow all.
+TEST(WorkerRfc9309, CrawldOnly_Issue14_UndecodableRobotsTxtIsUnreachable) {
+  World w(Cfg());
+  Page robots = Robots("\x1f\x8b\x08 not really gzip");
+  robots.headers.emplace_back("Content-Encoding", "gzip");
+  w.web.pages["http://a.test/robots.txt"] = robots;
+  w.web.pages["http://a.test/"] = Html("never");
+  w.Seed("http://a.test/");
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://a.test/"), 0);
+  EXPECT_EQ(w.stats.count("robots_undecodable"), 3u);
+}
+
+// Issue 19: the body was cut at 512,000 bytes before the parser, so the
+// line cut in half was obeyed as a whole rule ("Allow: /pub/x" cut to
+// "Allow: /" opened a site that said "Disallow: /").
+TEST(WorkerRfc9309, Sec2_5_Issue19_ALineCutByTheLimitIsIgnored) {
+  World w(Cfg());
+  std::string body = "User-agent: *\nDisallow: /\n";
+  while (body.size() < 500 * 1024 - 9) body += "# padding\n";
+  body.resize(500 * 1024 - 9, '#');
+  body += "\nAllow: /pub/page\n";  // "Allow: /" ends at the limit
+  ASSERT_EQ(body.substr(500 * 1024 - 8, 8), "Allow: /");
+  w.web.pages["http://a.test/robots.txt"] = Robots(body);
+  w.web.pages["http://a.test/pub/page"] = Html("closed");
+  w.Seed("http://a.test/pub/page");
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://a.test/pub/page"), 0);
+  EXPECT_EQ(w.stats.count("robots_disallowed"), 1u);
+}
+
+// A robots.txt whose connection closed mid-body is not a whole file: its
+// half line "Allow: /" must not open a "Disallow: /" site.
+TEST(WorkerRfc9309, CrawldOnly_RobotsCutByTheNetworkIsUnreachable) {
+  World w(Cfg());
+  Page robots = Robots("User-agent: *\nDisallow: /\nAllow: /");
+  robots.cut = true;
+  w.web.pages["http://a.test/robots.txt"] = robots;
+  w.web.pages["http://a.test/"] = Html("closed");
+  w.Seed("http://a.test/");
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://a.test/"), 0);
+  EXPECT_EQ(w.stats.count("robots_incomplete"), 3u);
+}
+
+// A robots.txt hop that reaches the IP gate before its address is due once
+// waited forever: nothing else woke the crawl (the hostile web found it).
+TEST(WorkerRfc9309, CrawldOnly_ARedirectHopWaitingForItsAddressIsWoken) {
+  conf::Config c = Cfg();
+  c.politeness.ip_min_delay_ms = 700;
+  World w(c);
+  w.web.pages["http://a.test/robots.txt"] =
+      Status(301, {{"Location", "/real-robots"}});
+  w.web.pages["http://a.test/real-robots"] = Robots("User-agent: *\n");
+  w.web.pages["http://a.test/"] = Html("page");
+  w.Seed("http://a.test/");
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://a.test/real-robots"), 1);
+  EXPECT_EQ(w.web.Count("http://a.test/"), 1);
+  for (int64_t gap : Gaps(w.web.HitsOf("http://a.test/"))) {
+    EXPECT_GE(gap, 700 * kMs);
+  }
+  EXPECT_TRUE(w.path->Idle());
+}
+
+// --- politeness
+// -----------------------------------------------------------------
+
+TEST(WorkerPoliteness, MinDelayBetweenRequestsToAHost) {
+  World w(Cfg());
+  std::string links;
+  for (int i = 0; i < 10; ++i) {
+    links += "<a href=/p" + std::to_string(i) + ">x</a>";
+    w.web.pages["http://a.test/p" + std::to_string(i)] = Html("leaf");
+  }
+  w.web.pages["http://a.test/"] = Html(links);
+  w.Seed("http://a.test/");
+  w.Run();
+  const std::vector<Hit> hits = w.web.HitsOf("http://a.test/");
+  ASSERT_EQ(hits.size(), 12u);  // robots.txt, the page, ten links
+  for (int64_t gap : Gaps(hits)) EXPECT_GE(gap, 100 * kMs);
+}
+
+TEST(WorkerPoliteness, CrawlDelayFromRobotsTxt) {
+  World w(Cfg());
+  w.web.pages["http://a.test/robots.txt"] =
+      Robots("User-agent: *\nCrawl-delay: 2\n");
+  w.web.pages["http://a.test/"] = Html("<a href=/a>a</a><a href=/b>b</a>");
+  w.Seed("http://a.test/");
+  w.Run();
+  const std::vector<Hit> hits = w.web.HitsOf("http://a.test/");
+  ASSERT_EQ(hits.size(), 4u);
+  for (int64_t gap : Gaps(hits)) EXPECT_GE(gap, 2 * kS);
+}
+
+// RFC 9110 section 10.2.3: Retry-After on 503 is obeyed, even above
+// max_delay.
+TEST(WorkerPoliteness, Rfc9110_Sec10_2_3_RetryAfterOn503) {
+  conf::Config c = Cfg();
+  c.politeness.max_delay_ms = 1000;
+  World w(c);
+  w.web.pages["http://a.test/"] = Status(503, {{"Retry-After", "7"}});
+  w.Seed("http://a.test/");
+  w.Run(5 * kS);
+  EXPECT_EQ(w.web.Count("http://a.test/"), 1);
+  w.web.pages["http://a.test/"] = Html("back");
+  w.Run();
+  const std::vector<Hit> pages = w.web.HitsOf("http://a.test/");
+  ASSERT_EQ(w.web.Count("http://a.test/"), 2);
+  EXPECT_GE(pages.back().start_us - pages[pages.size() - 2].end_us, 7 * kS);
+  EXPECT_EQ(w.stats.count("http_503"), 1u);
+  EXPECT_EQ(w.stats.count("retries"), 1u);
+}
+
+TEST(WorkerPoliteness, OneRequestPerAddressAcrossHosts) {
+  conf::Config c = Cfg();
+  c.politeness.ip_min_delay_ms = 50;
+  World w(c);
+  for (const char* h : {"a", "b", "c"}) {
+    const std::string host = std::string("http://") + h + ".test";
+    w.web.addresses[std::string(h) + ".test"] = "10.9.9.9";
+    w.web.pages[host + "/"] = Html("<a href=/1>1</a><a href=/2>2</a>");
+    w.Seed(host + "/");
+  }
+  w.Run();
+  EXPECT_EQ(w.web.hits.size(), 12u);
+  EXPECT_EQ(w.web.max_in_flight_by_ip["10.9.9.9"], 1);
+  std::vector<Hit> all = w.web.hits;
+  std::sort(all.begin(), all.end(),
+            [](const Hit& a, const Hit& b) { return a.start_us < b.start_us; });
+  for (int64_t gap : Gaps(all)) EXPECT_GE(gap, 50 * kMs);
+}
+
+TEST(WorkerPoliteness, RepeatedNetworkErrorsRetireTheHost) {
+  World w(Cfg());
+  w.web.pages["http://a.test/"] = Html("<a href=/x>x</a>");
+  Page down;
+  down.network_error = true;
+  w.web.pages["http://a.test/x"] = down;
+  w.Seed("http://a.test/");
+  w.Run();
+  // /x is retried (max_retries 3), and the third consecutive error
+  // retires the host: no fourth attempt.
+  EXPECT_EQ(w.web.Count("http://a.test/x"), 3);
+  EXPECT_EQ(w.stats.count("retries"), 3u);
+  EXPECT_TRUE(w.path->Idle());
+}
+
+TEST(WorkerPoliteness, OverrideDelayReplacesTheRule) {
+  World w(Cfg());
+  w.SetOverrides("a.test delay-ms 1500\n");
+  w.web.pages["http://a.test/"] = Html("<a href=/1>1</a>");
+  w.Seed("http://a.test/");
+  w.Run();
+  const std::vector<Hit> hits = w.web.HitsOf("http://a.test/");
+  ASSERT_EQ(hits.size(), 3u);
+  for (int64_t gap : Gaps(hits)) EXPECT_GE(gap, 1500 * kMs);
+}
+
+// --- redirects, duplicates, scope
+// -----------------------------------------------
+
+TEST(WorkerPath, RedirectsAreNewUrlsAndLoopsAreCounted) {
+  World w(Cfg());
+  w.web.pages["http://a.test/"] = Status(301, {{"Location", "/b"}});
+  w.web.pages["http://a.test/b"] = Html("<a href=/loop1>l</a>");
+  w.web.pages["http://a.test/loop1"] = Status(302, {{"Location", "/loop2"}});
+  w.web.pages["http://a.test/loop2"] = Status(302, {{"Location", "/loop1"}});
+  w.Seed("http://a.test/");
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://a.test/b"), 1);
+  EXPECT_EQ(w.web.Count("http://a.test/loop1"), 1);
+  EXPECT_EQ(w.web.Count("http://a.test/loop2"), 1);
+  EXPECT_EQ(w.stats.count("redirect_loop"), 1u);
+  EXPECT_EQ(w.RecordsOf("response", "http://a.test/"), 1);
+}
+
+// Issue 19: a body identical to one stored earlier was written as a
+// revisit and never parsed, so its relative links were never followed.
+TEST(WorkerPath, Issue19_DuplicateBodiesAreRevisitsAndTheirLinksFollowed) {
+  World w(Cfg());
+  const Page same = Html("<a href=child>c</a>");
+  w.web.pages["http://a.test/"] =
+      Html("<a href=/dir1/>1</a><a href=/dir2/>2</a>");
+  w.web.pages["http://a.test/dir1/"] = same;
+  w.web.pages["http://a.test/dir2/"] = same;
+  w.web.pages["http://a.test/dir1/child"] = Html("one");
+  w.web.pages["http://a.test/dir2/child"] = Html("two");
+  w.Seed("http://a.test/");
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://a.test/dir1/child"), 1);
+  EXPECT_EQ(w.web.Count("http://a.test/dir2/child"), 1);
+  EXPECT_EQ(w.RecordsOf("response", "http://a.test/dir1/") +
+                w.RecordsOf("response", "http://a.test/dir2/"),
+            1);
+  EXPECT_EQ(w.RecordsOf("revisit", "http://a.test/dir1/") +
+                w.RecordsOf("revisit", "http://a.test/dir2/"),
+            1);
+  EXPECT_EQ(w.stats.count("revisits"), 1u);
+}
+
+// Issue 13: `scope same-host` compares with the seed's host, carried with
+// every URL, not with the host of the page the link was found on.
+TEST(WorkerPath, Issue13_ScopeComparesWithTheSeedHost) {
+  World w(Cfg());
+  w.SetRules(
+      "accept host b.test\n"
+      "accept scope same-host\n"
+      "default reject\n");
+  w.web.pages["http://a.test/"] = Html("<a href=http://b.test/>b</a>");
+  // From b.test (admitted by its own rule), links back to a.test are in
+  // the seed's scope; links to b.test's own pages are not (b is not the
+  // seed), except that the host rule admits them.
+  w.web.pages["http://b.test/"] =
+      Html("<a href=http://a.test/from-b>a</a><a href=http://c.test/>c</a>");
+  w.Seed("http://a.test/");
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://b.test/"), 1);
+  EXPECT_EQ(w.web.Count("http://a.test/from-b"), 1);
+  EXPECT_EQ(w.web.Count("http://c.test/"), 0);
+}
+
+TEST(WorkerPath, MaxPagesStopsStartingFetches) {
+  conf::Config c = Cfg();
+  c.crawl.max_pages = 3;
+  World w(c);
+  std::string links;
+  for (int i = 0; i < 10; ++i)
+    links += "<a href=/p" + std::to_string(i) + ">x</a>";
+  w.web.pages["http://a.test/"] = Html(links);
+  w.Seed("http://a.test/");
+  w.Run();
+  EXPECT_EQ(w.stats.pages, 3u);
+}
+
+TEST(WorkerPath, NotAcceptingStartsNothingNew) {
+  World w(Cfg());
+  w.web.pages["http://a.test/"] = Html("x");
+  w.accepting = false;
+  w.Seed("http://a.test/");
+  w.Run(10 * kS);
+  EXPECT_TRUE(w.web.hits.empty());
+  w.accepting = true;
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://a.test/"), 1);
+}
+
+// --- store failures and recovery
+// ------------------------------------------------
+
+TEST(WorkerRecovery, ReplayFollowsLinksOfRecordsAfterTheCheckpoint) {
+  const std::string dir = TempDir();
+  std::map<std::string, Page> web;
+  web["http://a.test/"] =
+      Html("<a href=/1>1</a><a href=/2>2</a><a href=/3>3</a>");
+  for (int i = 1; i <= 3; ++i) {
+    web["http://a.test/" + std::to_string(i)] =
+        Html("<a href=/leaf" + std::to_string(i) + ">l</a>");
+    web["http://a.test/leaf" + std::to_string(i)] = Html("leaf");
+  }
+  std::map<std::string, int> fetched;
+  {
+    World w(Cfg(), dir, /*checkpoints=*/true);
+    w.KeepDir();
+    w.web.pages = web;
+    w.Seed("http://a.test/");
+    ASSERT_TRUE(w.recovery->Checkpoint("start").ok());
+    // Crawl a while, then "crash": no exit checkpoint.
+    w.Run(450 * kMs);
+    for (const Hit& h : w.web.hits) ++fetched[h.url];
+    ASSERT_LT(fetched.size(), web.size() + 1);  // not finished
+  }
+  World w(Cfg(), dir, /*checkpoints=*/true);
+  w.web.pages = web;
+  auto previous = w.recovery->Recover();
+  ASSERT_TRUE(previous.ok()) << previous.status().ToString();
+  w.Run();
+  for (const Hit& h : w.web.hits) ++fetched[h.url];
+  for (const auto& [url, page] : web) {
+    EXPECT_GE(fetched[url], 1) << url << " lost";
+    // Recorded before the crash: not fetched again.
+    EXPECT_LE(fetched[url], 1) << url << " fetched twice";
+  }
+}
+
+}  // namespace
+}  // namespace crawld::daemon

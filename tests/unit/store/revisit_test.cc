@@ -1,0 +1,308 @@
+// Revisit records (issue 17 Build 2 and 4, the store side): both WARC 1.1
+// profiles, and revisits of records of an earlier crawl found through its
+// CDXJ index. Spec: WARC 1.1 sections 5.11-5.13 (WARC-Refers-To,
+// -Target-URI, -Date) and 6.7 (revisit; 6.7.2 identical payload digest,
+// 6.7.3 server not modified).
+#include <gtest/gtest.h>
+
+#include "store/store.h"
+#include "tests/unit/store/test_util.h"
+
+namespace crawld::store {
+namespace {
+
+using testing::Has;
+using testing::Joined;
+using testing::RawRecord;
+using testing::RawWarcinfo;
+using testing::TempDir;
+
+constexpr char kRequest[] =
+    "GET /page HTTP/1.1\r\nHost: example.test\r\nIf-None-Match: \"v1\"\r\n\r\n";
+constexpr char kOk[] =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nETag: \"v1\"\r\n"
+    "Content-Length: 5\r\n\r\n";
+constexpr char kNotModified[] =
+    "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\n\r\n";
+
+Options CrawlOptions(const std::string& root, const std::string& prefix) {
+  Options o;
+  o.dir = root + "/warc";
+  o.index_dir = root + "/index";
+  o.prefix = prefix;
+  o.fsync_on_rotate = false;
+  o.fsync_on_flush = false;
+  return o;
+}
+
+FetchRecord Fetch(const std::string& head, const DocBuffer* body,
+                  int64_t time_us) {
+  FetchRecord r;
+  r.target_uri = "http://example.test/page";
+  r.ip = "127.0.0.1";
+  r.fetch_time_us = time_us;
+  r.request_head = kRequest;
+  r.response_head = head;
+  r.body = body;
+  return r;
+}
+
+Record At(const Options& o, const RecordRef& ref) {
+  auto rec = ReadRecordAt(o.dir + "/" + ref.file, ref.offset, ref.length);
+  EXPECT_TRUE(rec.ok()) << rec.status().ToString();
+  return rec.ok() ? *rec : Record();
+}
+
+struct Original {
+  WrittenExchange ex;
+  Options options;
+};
+
+// The first crawl: one page, its WARC and CDXJ under `root`.
+Original FirstCrawl(const std::string& root) {
+  Original out;
+  out.options = CrawlOptions(root, "first");
+  auto w = WarcWriter::Open(out.options);
+  EXPECT_TRUE(w.ok());
+  DocBuffer body;
+  EXPECT_TRUE(body.Append("hello").ok());
+  auto ex = (*w)->WriteExchange(Fetch(kOk, &body, 1704164645123456));
+  EXPECT_TRUE(ex.ok());
+  out.ex = *ex;
+  EXPECT_TRUE((*w)->Close().ok());
+  return out;
+}
+
+// 6.7.3: a 304 is a server-not-modified revisit: its block is the 304
+// response (nothing is cut, so no WARC-Truncated), it refers to the capture
+// the validators came from, and the conditional request is kept.
+TEST(Warc11, Sec6_7_3_ServerNotModifiedRevisitOfA304) {
+  TempDir dir;
+  Original first = FirstCrawl(dir.path());
+  Options o = CrawlOptions(dir.path(), "second");
+  auto w = WarcWriter::Open(o);
+  ASSERT_TRUE(w.ok());
+  RevisitOf of;
+  of.profile = RevisitProfile::kServerNotModified;
+  of.record_id = first.ex.response.record_id;
+  of.target_uri = "http://example.test/page";
+  of.date = "2024-01-02T03:04:05.123456Z";
+  of.payload_digest = first.ex.payload_digest;
+  auto rv =
+      (*w)->WriteRevisit(Fetch(kNotModified, nullptr, 1706000000000000), of);
+  ASSERT_TRUE(rv.ok()) << rv.status().ToString();
+  ASSERT_TRUE((*w)->Close().ok());
+  Record r = At(o, rv->revisit);
+  EXPECT_EQ(r.type(), "revisit");
+  EXPECT_EQ(r.Header("WARC-Profile"),
+            "http://netpreserve.org/warc/1.1/revisit/server-not-modified");
+  EXPECT_EQ(r.block, kNotModified);
+  EXPECT_EQ(r.Header("WARC-Truncated"), "");
+  EXPECT_EQ(r.Header("WARC-Refers-To"), first.ex.response.record_id);
+  EXPECT_EQ(r.Header("WARC-Refers-To-Target-URI"), "http://example.test/page");
+  EXPECT_EQ(r.Header("WARC-Refers-To-Date"), "2024-01-02T03:04:05.123456Z");
+  EXPECT_EQ(r.Header("WARC-Payload-Digest"), first.ex.payload_digest);
+  Record req = At(o, rv->request);
+  EXPECT_EQ(req.type(), "request");
+  EXPECT_EQ(req.block, kRequest);
+  EXPECT_EQ(req.Header("WARC-Concurrent-To"), rv->revisit.record_id);
+  auto report = VerifyFile(o.dir + "/" + rv->revisit.file);
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->ok()) << Joined(report->defects);
+  EXPECT_TRUE(report->warnings.empty()) << Joined(report->warnings);
+  // Indexed as pywb writes revisits, with the 304 and the original digest.
+  auto lines = LookupCdxj(o.index_dir + "/" + rv->revisit.file + ".cdxj",
+                          "http://example.test/page");
+  ASSERT_TRUE(lines.ok());
+  ASSERT_EQ(lines->size(), 1u);
+  EXPECT_EQ((*lines)[0].mime, "warc/revisit");
+  EXPECT_EQ((*lines)[0].status, 304);
+  EXPECT_TRUE((*lines)[0].revisit);
+  EXPECT_EQ("sha1:" + (*lines)[0].digest, first.ex.payload_digest);
+}
+
+TEST(Warc11, Sec6_7_Crawld_RevisitArgumentsAreChecked) {
+  TempDir dir;
+  Options o = CrawlOptions(dir.path(), "x");
+  auto w = WarcWriter::Open(o);
+  ASSERT_TRUE(w.ok());
+  const uint64_t before = (*w)->current_offset();
+  RevisitOf good;
+  good.target_uri = "http://example.test/page";
+  good.payload_digest = Sha1Digest("hello");
+  auto code = [&](const RevisitOf& of, const char* head) {
+    return (*w)->WriteRevisit(Fetch(head, nullptr, 1), of).status().code();
+  };
+  RevisitOf no_digest = good;
+  no_digest.payload_digest.clear();  // 6.7.2: "shall include"
+  EXPECT_EQ(code(no_digest, kOk), Status::Code::kInvalidArgument);
+  RevisitOf no_uri = good;
+  no_uri.target_uri.clear();
+  EXPECT_EQ(code(no_uri, kOk), Status::Code::kInvalidArgument);
+  RevisitOf bad_id = good;
+  bad_id.record_id = "urn:uuid:no-brackets";
+  EXPECT_EQ(code(bad_id, kOk), Status::Code::kInvalidArgument);
+  RevisitOf bad_date = good;
+  bad_date.date = "2024-01-02 03:04:05";
+  EXPECT_EQ(code(bad_date, kOk), Status::Code::kInvalidArgument);
+  RevisitOf not_modified = good;
+  not_modified.profile = RevisitProfile::kServerNotModified;
+  EXPECT_EQ(code(not_modified, kOk), Status::Code::kInvalidArgument);  // 200
+  EXPECT_EQ((*w)->current_offset(), before);
+  // A 304 without the last digest is fine (the field is then left out).
+  RevisitOf bare = not_modified;
+  bare.payload_digest.clear();
+  auto rv = (*w)->WriteRevisit(Fetch(kNotModified, nullptr, 1), bare);
+  ASSERT_TRUE(rv.ok()) << rv.status().ToString();
+  EXPECT_EQ(At(o, rv->revisit).Header("WARC-Payload-Digest"), "");
+}
+
+// Issue 17 Build 4: dedupe against an earlier crawl. Its CDXJ line gives
+// the URL, the second, the digest and where the record is; with its WARC
+// at hand, the record id and the exact date are read from it.
+TEST(Warc11, Issue17_Sec5_11_RevisitOfAnEarlierCrawlWithItsWarcAtHand) {
+  TempDir dir;
+  Original first = FirstCrawl(dir.path() + "/crawl1");
+  auto lines = LookupCdxj(
+      first.options.index_dir + "/" + first.ex.response.file + ".cdxj",
+      "http://example.test/page");
+  ASSERT_TRUE(lines.ok());
+  ASSERT_EQ(lines->size(), 1u);
+  auto of = OriginalFromCdxj((*lines)[0], first.options.dir);
+  ASSERT_TRUE(of.ok()) << of.status().ToString();
+  EXPECT_EQ(of->profile, RevisitProfile::kIdenticalPayloadDigest);
+  EXPECT_EQ(of->record_id, first.ex.response.record_id);
+  EXPECT_EQ(of->target_uri, "http://example.test/page");
+  EXPECT_EQ(of->date, "2024-01-02T03:04:05.123456Z");
+  EXPECT_EQ(of->payload_digest, first.ex.payload_digest);
+
+  Options o = CrawlOptions(dir.path() + "/crawl2", "second");
+  auto w = WarcWriter::Open(o);
+  ASSERT_TRUE(w.ok());
+  auto rv = (*w)->WriteRevisit(Fetch(kOk, nullptr, 1706000000000000), *of);
+  ASSERT_TRUE(rv.ok()) << rv.status().ToString();
+  ASSERT_TRUE((*w)->Close().ok());
+  Record r = At(o, rv->revisit);
+  EXPECT_EQ(r.Header("WARC-Refers-To"), first.ex.response.record_id);
+  EXPECT_EQ(r.Header("WARC-Refers-To-Date"), "2024-01-02T03:04:05.123456Z");
+  EXPECT_EQ(r.Header("WARC-Truncated"), "length");
+  auto report = VerifyFile(o.dir + "/" + rv->revisit.file);
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->ok()) << Joined(report->defects);
+  // The record id is in the other crawl's file: a Concurrent-To outside
+  // the file is a warning, a Refers-To outside it is expected.
+  EXPECT_TRUE(report->warnings.empty()) << Joined(report->warnings);
+}
+
+// Without the earlier crawl's WARC, the line alone: no WARC-Refers-To,
+// the date to the second.
+TEST(Warc11, Issue17_Sec5_12_Sec5_13_RevisitOfAnEarlierCrawlFromItsIndexAlone) {
+  TempDir dir;
+  Original first = FirstCrawl(dir.path() + "/crawl1");
+  auto lines = LookupCdxj(
+      first.options.index_dir + "/" + first.ex.response.file + ".cdxj",
+      "http://example.test/page");
+  ASSERT_TRUE(lines.ok());
+  auto of = OriginalFromCdxj((*lines)[0], dir.path() + "/elsewhere");
+  ASSERT_TRUE(of.ok()) << of.status().ToString();
+  EXPECT_EQ(of->record_id, "");
+  EXPECT_EQ(of->date, "2024-01-02T03:04:05Z");
+  EXPECT_EQ(of->payload_digest, first.ex.payload_digest);
+  Options o = CrawlOptions(dir.path() + "/crawl2", "second");
+  auto w = WarcWriter::Open(o);
+  ASSERT_TRUE(w.ok());
+  auto rv = (*w)->WriteRevisit(Fetch(kOk, nullptr, 1706000000000000), *of);
+  ASSERT_TRUE(rv.ok()) << rv.status().ToString();
+  ASSERT_TRUE((*w)->Close().ok());
+  Record r = At(o, rv->revisit);
+  EXPECT_EQ(r.Header("WARC-Refers-To"), "");
+  EXPECT_EQ(r.Header("WARC-Refers-To-Target-URI"), "http://example.test/page");
+  EXPECT_EQ(r.Header("WARC-Refers-To-Date"), "2024-01-02T03:04:05Z");
+  auto report = VerifyFile(o.dir + "/" + rv->revisit.file);
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->ok()) << Joined(report->defects);
+}
+
+TEST(Cdxj, Issue17_OriginalFromCdxjRefusesRevisitsAndStaleLines) {
+  TempDir dir;
+  Original first = FirstCrawl(dir.path() + "/crawl1");
+  auto lines = LookupCdxj(
+      first.options.index_dir + "/" + first.ex.response.file + ".cdxj",
+      "http://example.test/page");
+  ASSERT_TRUE(lines.ok());
+  CdxjEntry revisit = (*lines)[0];
+  revisit.mime = "warc/revisit";
+  revisit.revisit = true;
+  EXPECT_EQ(OriginalFromCdxj(revisit, first.options.dir).status().code(),
+            Status::Code::kInvalidArgument);
+  CdxjEntry no_digest = (*lines)[0];
+  no_digest.digest.clear();
+  EXPECT_EQ(OriginalFromCdxj(no_digest, first.options.dir).status().code(),
+            Status::Code::kInvalidArgument);
+  CdxjEntry moved = (*lines)[0];
+  moved.offset = first.ex.request.offset;  // points at the request record
+  moved.length = first.ex.request.length;
+  EXPECT_EQ(OriginalFromCdxj(moved, first.options.dir).status().code(),
+            Status::Code::kCorruption);
+  CdxjEntry other = (*lines)[0];
+  other.url = "http://example.test/other";
+  EXPECT_EQ(OriginalFromCdxj(other, first.options.dir).status().code(),
+            Status::Code::kCorruption);
+}
+
+// What verify says of revisits written by other tools.
+TEST(Warc11, Sec6_7_VerifyJudgesRevisitFields) {
+  auto verify = [](const std::vector<std::string>& fields,
+                   const std::string& block) {
+    return VerifyBytes(
+        RawWarcinfo() +
+            RawRecord("revisit",
+                      "<urn:uuid:22222222-2222-4222-8222-222222222222>", fields,
+                      block),
+        "revisit.warc");
+  };
+  const std::string uri = "WARC-Target-URI: http://example.test/";
+  const std::string http = "Content-Type: application/http;msgtype=response";
+  const std::string identical =
+      "WARC-Profile: "
+      "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
+  const std::string digest = "WARC-Payload-Digest: " + Sha1Digest("x");
+  const std::string refers = "WARC-Refers-To-Target-URI: http://example.test/";
+  // WARC 1.0's profile URI and an empty block are fine.
+  VerifyReport v10 = verify(
+      {uri,
+       "WARC-Profile: "
+       "http://netpreserve.org/warc/1.0/revisit/identical-payload-digest",
+       digest, refers},
+      "");
+  EXPECT_TRUE(v10.ok()) << Joined(v10.defects);
+  EXPECT_TRUE(v10.warnings.empty()) << Joined(v10.warnings);
+  // 6.7.2: the digest "shall" be there.
+  VerifyReport no_digest = verify({uri, identical, refers}, "");
+  EXPECT_TRUE(Has(no_digest.defects, "without WARC-Payload-Digest"))
+      << Joined(no_digest.defects);
+  // A block without WARC-Truncated: length: a warning (warcio writes them).
+  VerifyReport untruncated =
+      verify({uri, identical, digest, refers, http}, kOk);
+  EXPECT_TRUE(untruncated.ok()) << Joined(untruncated.defects);
+  EXPECT_TRUE(Has(untruncated.warnings, "WARC-Truncated: length"));
+  // A block that is not HTTP, malformed references.
+  VerifyReport not_http =
+      verify({uri, identical, digest, refers, http}, "not http\r\n\r\n");
+  EXPECT_TRUE(Has(not_http.defects, "not an HTTP response"));
+  VerifyReport bad_refs =
+      verify({uri, identical, digest, refers, "WARC-Refers-To: no-brackets",
+              "WARC-Refers-To-Date: yesterday"},
+             "");
+  EXPECT_TRUE(Has(bad_refs.defects, "malformed WARC-Refers-To 'no-brackets'"))
+      << Joined(bad_refs.defects);
+  EXPECT_TRUE(Has(bad_refs.defects, "malformed WARC-Refers-To-Date"));
+  // An unknown profile cannot be interpreted; nothing names the original.
+  VerifyReport odd = verify({uri, "WARC-Profile: http://example.test/p"}, "");
+  EXPECT_TRUE(odd.ok()) << Joined(odd.defects);
+  EXPECT_TRUE(Has(odd.warnings, "unknown WARC-Profile"));
+  EXPECT_TRUE(Has(odd.warnings, "its original cannot be found"));
+}
+
+}  // namespace
+}  // namespace crawld::store
