@@ -4,13 +4,14 @@
   title, schemaVersion, templating, panels with unique ids, gridPos on the
   24-column grid without overlaps, targets with refIds and PromQL), every
   $variable a query uses is defined, and the "errors" regex agrees with
-  the classes crawld's progress line counts as errors (daemon/worker.cc).
+  the classes crawld's progress line counts as errors (IsErrorCount,
+  daemon/progress.cc).
 - DashboardMetrics: every metric name a query names (panels and template
   variables) is a sample name in GET /metrics of a live crawl of the
   webfarm (two workers, a rules file, an overrides file), and every label
   a query matches on or groups by is on that metric (or is a label
   Prometheus adds itself: job, instance); equality matchers name values
-  that occur.
+  that occur; and every metric in /metrics is on some panel.
 
 - DashboardInPrometheus: a real Prometheus server (Debian's prometheus
   package) scrapes a live crawl every second; every panel query, with
@@ -21,6 +22,7 @@
 
 What it does not prove: that Grafana renders the panels (no Grafana here).
 """
+import glob
 import json
 import os
 import re
@@ -169,17 +171,18 @@ def queries(dash):
 
 
 def worker_error_classes():
-    """The names in IsErrorCount's kErrors (daemon/worker.cc): what the
-    progress line adds up as "errors"."""
-    with open(os.path.join(ROOT, "daemon", "worker.cc")) as f:
-        src = f.read()
-    m = re.search(r"bool IsErrorCount\(.*?kErrors\[\]\s*=\s*\{(.*?)\};",
-                  src, re.S)
-    if not m:
-        raise AssertionError("daemon/worker.cc: IsErrorCount's kErrors list "
-                             "not found; update this test and the dashboard")
-    body = re.sub(r"//[^\n]*", "", m.group(1))
-    return set(re.findall(r'"([a-z0-9_]+)"', body))
+    """The names in IsErrorCount's kErrors (in daemon/, progress.cc today):
+    what the progress line adds up as "errors"."""
+    for path in sorted(glob.glob(os.path.join(ROOT, "daemon", "*.cc"))):
+        with open(path) as f:
+            src = f.read()
+        m = re.search(r"bool IsErrorCount\(.*?kErrors\[\]\s*=\s*\{(.*?)\};",
+                      src, re.S)
+        if m:
+            body = re.sub(r"//[^\n]*", "", m.group(1))
+            return set(re.findall(r'"([a-z0-9_]+)"', body))
+    raise AssertionError("daemon/*.cc: IsErrorCount's kErrors list not "
+                         "found; update this test and the dashboard")
 
 
 class DashboardSchema(unittest.TestCase):
@@ -273,7 +276,8 @@ class DashboardSchema(unittest.TestCase):
                      "crawld_events_total", "crawld_connections_opened_total",
                      "crawld_robots_fetches_total", "crawld_filter_rule_hits",
                      "crawld_override_hits", "crawld_paused",
-                     "crawld_worker_up", "crawld_worker_restarts_total"):
+                     "crawld_worker_up", "crawld_worker_restarts_total",
+                     "crawld_worker_scrape_ok", "crawld_workers_up"):
             self.assertIn(name, exprs)
         self.assertIn("by (instance, worker)", exprs)
 
@@ -288,7 +292,7 @@ class DashboardSchema(unittest.TestCase):
                     self.assertEqual(
                         classes, want,
                         f"{where}: the dashboard's error classes differ from "
-                        f"IsErrorCount in daemon/worker.cc; update "
+                        f"IsErrorCount in daemon/progress.cc; update "
                         f"conf/grafana/crawld.json")
                     found.add(op)
         # Errors (=~) and everything else (!~) are both shown.
@@ -401,6 +405,11 @@ class DashboardMetrics(unittest.TestCase):
             self.assertEqual(grouping - have, set(),
                              f"{where}: groups by a label no metric has")
         self.assertGreaterEqual(len(checked), 15, sorted(checked))
+        # And the other way round: every series crawld exposes is on a
+        # panel, so that a new metric does not go unseen.
+        self.assertEqual(set(labels_of) - checked, set(),
+                         "metrics in /metrics that no panel shows; add them "
+                         "to conf/grafana/crawld.json")
 
 
 PROMETHEUS = "/usr/bin/prometheus"
