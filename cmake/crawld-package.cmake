@@ -7,14 +7,15 @@
 # /usr/bin, the default config and unit in /usr/share/crawld), plus the files
 # of the component "deb" below, which a plain `cmake --install` leaves out:
 #   /lib/systemd/system/crawld.service   conf/crawld.service, /usr/bin paths
-#   /etc/crawld/crawler.toml             conffile: the defaults, data_dir =
-#                                        /var/lib/crawld
+#   /etc/crawld/crawl.toml               conffile: conf/crawler.toml with
+#                                        data_dir = /var/lib/crawld
 #   /etc/crawld/seeds.txt                conffile: the service's seed URLs
 #   /usr/share/doc/crawld/               README.md, docs/*.md, the Grafana
 #                                        dashboard, copyright, changelog
 #   /usr/share/man/man8/crawld.8.gz, man1/crawlctl.1.gz, lintian overrides
 # The maintainer scripts (packaging/postinst, prerm, postrm) create the
 # crawld system user and /var/lib/crawld; they do not enable the service.
+# tests/package builds the package and installs it into a throwaway root.
 include(GNUInstallDirs)
 
 set(CRAWLD_DEB_MAINTAINER "crawld maintainers <maintainers@users.noreply.a-seed-745a28ce.example>"
@@ -30,9 +31,11 @@ set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
              ${PROJECT_SOURCE_DIR}/conf/crawler.toml
              ${PROJECT_SOURCE_DIR}/conf/crawld.service
              ${_pkg_src}/crawler.toml.head ${_pkg_src}/changelog.in
-             ${_pkg_src}/crawld.8 ${_pkg_src}/crawlctl.1)
+             ${_pkg_src}/crawld.8 ${_pkg_src}/crawlctl.1
+             ${_pkg_src}/postinst ${_pkg_src}/prerm ${_pkg_src}/postrm
+             ${_pkg_src}/conffiles)
 
-# /etc/crawld/crawler.toml: the default config with the service's data_dir.
+# /etc/crawld/crawl.toml: the default config with the service's data_dir.
 # Derived from conf/crawler.toml so that it follows the defaults; a default
 # that no longer reads `data_dir = "data"` stops the configure step here
 # rather than shipping a config that writes into the working directory.
@@ -49,20 +52,23 @@ file(CONFIGURE OUTPUT ${_pkg_out}/crawler.toml CONTENT "${_head}${_toml}"
      @ONLY)
 
 # The unit: conf/crawld.service with the packaged binary's path, under a
-# header that says where it comes from.
+# header that says where it comes from. Its command line must name the
+# files this package installs and its scripts and docs refer to.
 set(_bindir "/usr/${CMAKE_INSTALL_BINDIR}")
 file(READ ${PROJECT_SOURCE_DIR}/conf/crawld.service _unit)
-string(FIND "${_unit}" "ExecStart=/usr/local/bin/crawld " _at)
+set(_exec "ExecStart=/usr/local/bin/crawld --config /etc/crawld/crawl.toml --seeds /etc/crawld/seeds.txt --data /var/lib/crawld ")
+string(FIND "${_unit}" "\n${_exec}" _at)
 if(_at EQUAL -1)
   message(FATAL_ERROR "cmake/crawld-package.cmake: conf/crawld.service has "
-          "no 'ExecStart=/usr/local/bin/crawld ' line")
+          "no line '${_exec}...': update the package (packaging/, "
+          "docs/OPERATIONS.md) to its new paths")
 endif()
 string(REPLACE "/usr/local/bin/crawld" "${_bindir}/crawld" _unit "${_unit}")
 string(FIND "${_unit}" "[Unit]" _at)
 string(SUBSTRING "${_unit}" ${_at} -1 _unit)
 file(CONFIGURE OUTPUT ${_pkg_out}/crawld.service CONTENT
      "# Installed by the crawld Debian package (from conf/crawld.service).
-# Config /etc/crawld/crawler.toml, seeds /etc/crawld/seeds.txt, data
+# Config /etc/crawld/crawl.toml, seeds /etc/crawld/seeds.txt, data
 # /var/lib/crawld; local changes: systemctl edit crawld.
 # Operator guide: /usr/share/doc/crawld/docs/OPERATIONS.md.
 ${_unit}" @ONLY)
@@ -94,8 +100,10 @@ file(COPY ${_pkg_src}/conffiles DESTINATION ${_pkg_out}/control
 # under its staging directory (CPACK_SET_DESTDIR below).
 install(FILES ${_pkg_out}/crawld.service DESTINATION /lib/systemd/system
         COMPONENT deb EXCLUDE_FROM_ALL)
-install(FILES ${_pkg_out}/crawler.toml ${_pkg_src}/seeds.txt
-        DESTINATION /etc/crawld COMPONENT deb EXCLUDE_FROM_ALL)
+install(FILES ${_pkg_out}/crawler.toml DESTINATION /etc/crawld
+        RENAME crawl.toml COMPONENT deb EXCLUDE_FROM_ALL)
+install(FILES ${_pkg_src}/seeds.txt DESTINATION /etc/crawld
+        COMPONENT deb EXCLUDE_FROM_ALL)
 set(_docdir /usr/share/doc/crawld)
 file(GLOB _docs ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${_pkg_src}/copyright
@@ -147,9 +155,10 @@ set(CPACK_DEBIAN_PACKAGE_SECTION web)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/crawld/crawld")
 # Library dependencies come from dpkg-shlibdeps; the maintainer scripts
-# need adduser (deb-systemd-invoke and -helper are essential).
+# need adduser (deb-systemd-invoke and -helper are essential), the unit's
+# ExecReload /bin/kill (procps, not in a minimal Debian).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser, procps")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${_pkg_out}/control/postinst ${_pkg_out}/control/prerm
     ${_pkg_out}/control/postrm ${_pkg_out}/control/conffiles)
