@@ -11,6 +11,7 @@
 //    formatted line parses back to the same entry.
 // 4. The merge of pages built from the input returns ascending IDs, none
 //    above any page's watermark, at most `limit` of them.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -23,7 +24,12 @@
 
 namespace {
 
-using namespace crawld::store;
+using crawld::store::FeedEntry;
+using crawld::store::FeedMerge;
+using crawld::store::FeedPage;
+using crawld::store::MergeFeedPages;
+using crawld::store::ParseFeedCursor;
+namespace internal = crawld::store::internal;
 
 void Check(bool ok, const char* what) {
   if (!ok) {
