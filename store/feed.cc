@@ -35,7 +35,7 @@ constexpr size_t kReadChunk = 256u << 10;
 constexpr size_t kMaxLimit = 100000;
 // The reader's binary search over a segment stops at windows this small
 // and reads the rest line by line.
-constexpr uint64_t kSeekWindow = 64u << 10;
+constexpr uint64_t kSeekWindow = 16u << 10;
 constexpr uint64_t kMaxFeedId = (1ull << 63) - 1;
 constexpr char kMarkMagic[8] = {'c', 'r', 'a', 'w', 'l', 'd', 'F', 'M'};
 constexpr uint32_t kMarkVersion = 1;
@@ -1036,18 +1036,29 @@ class FeedReader::Impl {
         hi = *s;
       }
     }
-    uint64_t pos = lo;
-    while (pos < hi) {
-      uint64_t next = 0;
-      auto got = LineAt(fd, path, pos, &line, &next);
-      if (!got.ok()) return got.status();
-      if (!*got) return hi;
-      auto id = internal::FeedLineId(line);
-      if (!id) return NotAnEntry(path, pos);
-      if (*id > after) return pos;
-      pos = next;
+    // The window [lo, hi) in one read, scanned in memory; a line that
+    // runs past hi ends the scan (the line at hi, or the tail, follows).
+    std::string window(static_cast<size_t>(hi - lo), '\0');
+    size_t got = 0;
+    while (got < window.size()) {
+      ssize_t n = ::pread(fd, window.data() + got, window.size() - got,
+                          static_cast<off_t>(lo + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Status::IOError(Errno("feed: read " + path));
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
     }
-    return hi;
+    window.resize(got);
+    size_t pos = 0;
+    for (;;) {
+      const size_t nl = window.find('\n', pos);
+      if (nl == std::string::npos) return hi;
+      auto id =
+          internal::FeedLineId(std::string_view(window).substr(pos, nl - pos));
+      if (!id) return NotAnEntry(path, lo + pos);
+      if (*id > after) return lo + pos;
+      pos = nl + 1;
+    }
   }
 
   // Up to `limit` complete entries of one worker with IDs in (after,

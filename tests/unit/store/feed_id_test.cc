@@ -298,6 +298,42 @@ TEST(FeedId, WritersWithTheSameIdBitsOnOneNodeAreRefused) {
 
 // --- The reader's order ---
 
+// The reader finds a cursor's place by a binary search over a segment's
+// lines: from any cursor (an entry's ID, or a number between two IDs) it
+// resumes at exactly the next entry, in a segment of a few MB with lines
+// of varied length.
+TEST(FeedOrder, ResumesAtTheNextEntryFromAnyCursorInABigSegment) {
+  TempDir dir;
+  FeedOptions o = Opts(dir, 7, nullptr);
+  o.segment_bytes = 64 << 20;
+  auto w = MustOpen(o);
+  ASSERT_NE(w, nullptr);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 12000; ++i) {
+    ids.push_back(
+        AppendOne(w.get(), "http://s.test/" +
+                               std::string(static_cast<size_t>(i % 97), 'x') +
+                               std::to_string(i)));
+  }
+  ASSERT_TRUE(w->Close().ok());
+  auto r = FeedReader::Open(dir.path() + "/feed");
+  ASSERT_TRUE(r.ok());
+  std::mt19937 rng(3);
+  for (int k = 0; k < 400; ++k) {
+    const size_t i = rng() % ids.size();
+    const uint64_t cursor = k % 2 == 0 ? ids[i] : ids[i] - 1;
+    auto p = (*r)->Read(std::to_string(cursor), 3);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    const size_t want = k % 2 == 0 ? i + 1 : i;
+    if (want >= ids.size()) {
+      EXPECT_TRUE(p->entries.empty());
+      continue;
+    }
+    ASSERT_FALSE(p->entries.empty()) << cursor;
+    EXPECT_EQ(p->entries[0].id, ids[want]) << "cursor " << cursor;
+  }
+}
+
 // A writer in the middle of a record holds the feed below that record's
 // ID, so a later ID of another writer is not returned before it.
 TEST(FeedOrder, Issue14_BusyWriterHoldsTheFeedIdleOrDeadOnesDoNot) {
