@@ -103,6 +103,7 @@ store::Options StoreOptions(const conf::Config& c, int worker_id) {
   o.user_agent = c.crawl.user_agent;
   if (c.store.write_index) o.index_dir = c.crawl.data_dir + "/index";
   o.write_feed = c.store.write_feed;
+  o.node_id = c.cluster.node_id;  // with worker_id, in every feed ID
   o.conversion_records = c.store.conversion_records;
   return o;
 }
