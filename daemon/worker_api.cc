@@ -247,6 +247,7 @@ void WorkerApi::ReadFeed(const Request& req, Responder r) {
       flags["near_duplicate_of"] = e.flags.near_duplicate_of;
     }
     entries.push_back({{"cursor", e.cursor},
+                       {"id", std::to_string(e.id)},
                        {"url", e.url},
                        {"warc", e.warc_file},
                        {"offset", e.offset},
@@ -257,8 +258,11 @@ void WorkerApi::ReadFeed(const Request& req, Responder r) {
                        {"time", Iso8601Micros(e.fetch_time_us)},
                        {"flags", std::move(flags)}});
   }
-  r.SendJson(200,
-             {{"entries", std::move(entries)}, {"next", page->next_cursor}});
+  // The watermark lets `crawlctl feed` merge this feed with other nodes'
+  // exactly (docs/STORE.md); a decimal string keeps JavaScript exact.
+  r.SendJson(200, {{"entries", std::move(entries)},
+                   {"next", page->next_cursor},
+                   {"watermark", std::to_string(page->watermark)}});
 }
 
 Json WorkerApi::StatusJson() {
