@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "base/ascii.h"
-#include "dedupe/dedupe.h"
 #include "fetcher/fetcher.h"
 #include "parser/parser.h"
 
@@ -38,7 +37,6 @@ struct CrawlPath::Job {
   std::string ip;          // the address held at the IP gate ("": none)
   bool holds_slot = true;  // the host's frontier slot is not released yet
   fetcher::Response response;
-  std::optional<dedupe::Digest128> digest;  // of a complete 2xx body
   std::unique_ptr<PageTask> task;
 };
 
@@ -442,10 +440,6 @@ void CrawlPath::OnPageFetched(Job* job) {
   }
   ReleaseSlots(job, done);
   if (status >= 200 && status < 300) {
-    if (!r.truncated && r.body.size() <= options_.max_dedupe_body_bytes) {
-      auto bytes = r.body.ReadPrefix(options_.max_dedupe_body_bytes);
-      if (bytes.ok()) job->digest = dedupe::DocumentDigest128(*bytes);
-    }
     Process(job);
     return;
   }
@@ -469,8 +463,8 @@ void CrawlPath::Process(Job* job) {
   task->url = job->url;
   task->robots_token = options_.robots_token;
   task->max_decoded = options_.max_decoded_page_bytes;
-  task->want_simhash = parts_.documents->near_enabled();
   task->parsers = parsers;
+  parts_.documents->Prepare(task.get());  // the body's digest and claim
   PageTask* t = task.get();
   job->task = std::move(task);
   parts_.pool->Run([t] { t->Run(); },
@@ -529,8 +523,7 @@ void CrawlPath::CountCuts(const parser::Page& page) {
 // --- 14. record -------------------------------------------------------------
 
 bool CrawlPath::Record(Job* job) {
-  Status s =
-      recorder_.Write(job->url, job->response, job->digest, job->task.get());
+  Status s = recorder_.Write(job->url, job->response, job->task.get());
   if (s.ok()) return true;
   StoreFailed(job, s);
   return false;

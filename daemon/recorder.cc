@@ -25,7 +25,6 @@ store::FetchRecord ExchangeOf(const std::string& url,
 }  // namespace
 
 Status Recorder::Write(const std::string& url, const fetcher::Response& r,
-                       const std::optional<dedupe::Digest128>& digest,
                        const PageTask* task) {
   store::FetchRecord rec = ExchangeOf(url, r);
   const bool parsed = task != nullptr && task->parsed;
@@ -36,34 +35,32 @@ Status Recorder::Write(const std::string& url, const fetcher::Response& r,
     if (meta.noindex) stats_->Count("noindex_pages");
     meta.canonical = task->page.canonical;
   }
-  // An exact duplicate of a body stored before (same bytes, any URL) is a
-  // revisit record; its links are still followed (issue 19: the relative
-  // links of a copy at another URL point elsewhere).
-  std::optional<Documents::Original> original =
-      digest.has_value() ? documents_->FindExact(*digest) : std::nullopt;
+  // An exact duplicate of a body stored before (same bytes, any URL, any
+  // worker) is a revisit record; its links are still followed (issue 19:
+  // the relative links of a copy at another URL point elsewhere).
+  const DocumentVerdict* doc = task != nullptr ? &task->document : nullptr;
+  const bool revisit =
+      doc != nullptr && doc->kind == DocumentVerdict::Kind::kDuplicate;
   std::string response_id;
-  if (original.has_value()) {
-    auto written =
-        warc_->WriteRevisit(rec, original->record_id, original->uri,
-                            original->time_us, original->payload_digest);
+  if (revisit) {
+    documents_->Recorded(*doc, nullptr);
+    const dedupe::DocumentClaim& o = doc->original;
+    auto written = warc_->WriteRevisit(rec, o.record_id, o.target_uri,
+                                       o.time_us, doc->payload_digest);
     if (!written.ok()) return written.status();
     stats_->Count("revisits");
     response_id = written->record_id;
   } else {
-    std::optional<uint64_t> new_simhash;
-    if (parsed && task->simhash.has_value()) {
-      Documents::Near near = documents_->CheckNear(*task->simhash);
-      meta.near_duplicate_of = near.duplicate_of;
-      if (near.is_new) new_simhash = task->simhash;
+    if (doc != nullptr) {
+      meta.near_duplicate_of = doc->near_duplicate_of;
+      rec.record_id = doc->record_id;
     }
     rec.flags.noindex = meta.noindex;
     rec.flags.near_duplicate_of = meta.near_duplicate_of;
     auto written = warc_->WriteExchange(rec);
+    if (doc != nullptr) documents_->Recorded(*doc, &written);
     if (!written.ok()) return written.status();
     response_id = written->response.record_id;
-    documents_->Remember(
-        written->payload_digest.empty() ? std::nullopt : digest, new_simhash,
-        written->response, r.start_us);
   }
   if (!r.framing_note.empty()) {
     stats_->Count("framing_note");
@@ -94,8 +91,7 @@ Status Recorder::Write(const std::string& url, const fetcher::Response& r,
                              store::PageMetadataBlock(meta));
     if (!written.ok()) return written.status();
   }
-  if (options_.conversion_records && !original.has_value() &&
-      !task->page.text.empty()) {
+  if (options_.conversion_records && !revisit && !task->page.text.empty()) {
     auto conv = warc_->WriteConversion(url, response_id, wall, task->page.text);
     if (!conv.ok()) return conv.status();
   }

@@ -3,8 +3,8 @@
 // revisit of an exact duplicate of a body stored before), then, for a parsed
 // page, its metadata record (robots flags, near-duplicate, canonical,
 // outlinks: what recovery reads back) and, when configured, its conversion
-// record. Documents (daemon/documents.h) decides revisits and remembers each
-// new body.
+// record. Documents (daemon/documents.h) decided, off the loop, whether the
+// body is a revisit (PageTask::document); it hears how each write went.
 #ifndef CRAWLD_DAEMON_RECORDER_H_
 #define CRAWLD_DAEMON_RECORDER_H_
 
@@ -41,13 +41,12 @@ class Recorder {
         log_(log),
         clock_(clock) {}
 
-  // Writes the records of one fetch of `url`. `digest`: the body's, when
-  // it is complete (duplicates are looked up by it); `task`: the page's
-  // parse, or null. Returns the store's first error; what came before it
-  // stays written, nothing after it is attempted.
+  // Writes the records of one fetch of `url`. `task`: the page's parse
+  // and dedupe verdict, or null (not a 2xx page). Returns the store's
+  // first error; what came before it stays written, nothing after it is
+  // attempted.
   [[nodiscard]] Status Write(const std::string& url,
                              const fetcher::Response& response,
-                             const std::optional<dedupe::Digest128>& digest,
                              const PageTask* task);
 
  private:
