@@ -558,7 +558,7 @@ constexpr Key kKeys[] = {
            "Distinct bodies remembered over the crawl; beyond it new bodies "
            "are stored in full (counted: dedupe_full). The machine's table "
            "takes about 51 bytes a body (sized when it is created); Redis "
-           "about 100 bytes plus the URI."),
+           "about 240 bytes plus the URI."),
     IntKey(CRAWLD_CONF_FIELD(dedupe, text_bytes), 1ll << 20, 1ll << 40,
            "Bytes of the machine's table for the record id and URI of each "
            "body (about 50 + the URI's length); beyond it new bodies are "
