@@ -135,6 +135,29 @@ Documents::Options DocumentOptions(const conf::Config& c) {
   return o;
 }
 
+ClaimStore ClaimStoreOf(const conf::Config& c) {
+  if (c.dedupe.documents == "off") return ClaimStore::kNone;
+  if (c.dedupe.documents == "auto" && !c.cluster.redis.empty()) {
+    return ClaimStore::kRedis;
+  }
+  return ClaimStore::kNode;
+}
+
+dedupe::Options ClaimOptions(const conf::Config& c) {
+  dedupe::Options o;
+  o.claims_path = c.crawl.data_dir + "/dedupe/claims";
+  o.max_documents = c.dedupe.max_documents;
+  o.claim_text_bytes = c.dedupe.text_bytes;
+  if (!c.cluster.redis.empty()) {
+    const conf::RedisAddress addr = conf::ParseRedisUrl(c.cluster.redis);
+    o.redis_host = addr.host;
+    o.redis_port = addr.port;
+  }
+  o.redis_prefix = "crawld:" + c.cluster.name + ":";
+  o.redis_timeout_ms = c.dedupe.redis_timeout_ms;
+  return o;
+}
+
 CrawlPath::Options PathOptions(const conf::Config& c) {
   CrawlPath::Options o;
   o.max_connections = static_cast<size_t>(c.fetch.max_connections);

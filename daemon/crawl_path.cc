@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "base/ascii.h"
-#include "dedupe/dedupe.h"
 #include "fetcher/fetcher.h"
 #include "parser/parser.h"
 
@@ -40,7 +39,6 @@ struct CrawlPath::Job {
   std::string ip;          // the address held at the IP gate ("": none)
   bool holds_slot = true;  // the host's frontier slot is not released yet
   fetcher::Response response;
-  std::optional<dedupe::Digest128> digest;  // of a complete 2xx body
   std::unique_ptr<PageTask> task;
   std::unique_ptr<RobotsFetch> robots_fetch;  // a robots.txt's answer
   bool big_body = false;  // over Options::big_body_bytes: parsed apart
@@ -475,10 +473,6 @@ void CrawlPath::OnPageFetched(Job* job) {
   }
   ReleaseSlots(job, done);
   if (status >= 200 && status < 300) {
-    if (!r.truncated && r.body.size() <= options_.max_dedupe_body_bytes) {
-      auto bytes = r.body.ReadPrefix(options_.max_dedupe_body_bytes);
-      if (bytes.ok()) job->digest = dedupe::DocumentDigest128(*bytes);
-    }
     Process(job);
     return;
   }
@@ -529,8 +523,8 @@ void CrawlPath::Parse(Job* job) {
   task->url = job->url;
   task->robots_token = options_.robots_token;
   task->max_decoded = options_.max_decoded_page_bytes;
-  task->want_simhash = parts_.documents->near_enabled();
   task->parsers = parsers;
+  parts_.documents->Prepare(task.get());  // the body's digest and claim
   PageTask* t = task.get();
   job->task = std::move(task);
   parts_.pool->Run([t] { t->Run(); },
@@ -587,7 +581,7 @@ void CrawlPath::CountCuts(const parser::Page& page) {
 
 void CrawlPath::Record(Job* job, std::function<void(Job*)> then) {
   SetStage(job, Stage::kRecording);
-  recorder_.Submit(job->url, job->response, job->digest, job->task.get(),
+  recorder_.Submit(job->url, job->response, job->task.get(),
                    [this, job, then = std::move(then)](Status s) {
                      if (s.ok()) {
                        then(job);

@@ -24,11 +24,13 @@
 //                                       and sorts the outcome
 //   13. parse          Process()        off the loop (WorkPool), a PageTask
 //                                       (page_task.h): decode, sniff, parse,
-//                                       SimHash
+//                                       SimHash; the body's digest claimed
+//                                       crawl-wide (documents.h)
 //   14. record         Record()         Recorder (recorder.h): the WARC
-//                                       response or revisit, metadata;
-//                                       documents dedupe; off the loop, one
-//                                       fetch at a time, in order
+//                                       response (under the claimed record
+//                                       id) or revisit, metadata; off the
+//                                       loop, one fetch at a time, in
+//                                       order; the claim settled
 //   15. credit         FollowLinks()    AOPIC: the page's credit shared
 //   16. links          FollowLinks()    each outlink back to step 1
 //
@@ -144,8 +146,6 @@ class CrawlPath {
     // parser (its max_bytes + 1: the parser must see that a file was cut).
     size_t max_decoded_page_bytes = 8u << 20;
     size_t max_decoded_robots_bytes = 500 * 1024 + 1;
-    // Bodies up to this size get a digest for exact-duplicate detection.
-    uint64_t max_dedupe_body_bytes = 8u << 20;
     // Parses at once off the loop (count); >= 1.
     size_t parse_slots = 2;
     // A body over this takes seconds to parse: such bodies use at most

@@ -29,23 +29,23 @@ struct Recorder::Write {
   // Submitted.
   std::string url;
   const fetcher::Response* response = nullptr;
-  std::optional<dedupe::Digest128> digest;
   const PageTask* task = nullptr;
   std::function<void(Status)> done;
   // Decided on the loop.
   store::FetchRecord rec;
   store::PageMetadata meta;
   bool parsed = false;
-  std::optional<Documents::Original> original;
-  std::optional<uint64_t> new_simhash;
+  const DocumentVerdict* doc = nullptr;  // the task's, or null
+  bool revisit = false;
   int64_t wall_us = 0;
   bool write_metadata = false;
   bool write_conversion = false;
   // Written off the loop.
   Status status;
   bool response_written = false;  // the response or revisit record is in
-  store::RecordRef response_ref;
-  std::string payload_digest;
+  // WriteExchange's answer, for Documents::Recorded (a refused record
+  // releases its claim).
+  std::optional<Result<store::WrittenExchange>> exchange;
 };
 
 Recorder::Recorder(const Options& options, store::WarcWriter* warc,
@@ -62,12 +62,10 @@ Recorder::Recorder(const Options& options, store::WarcWriter* warc,
 Recorder::~Recorder() = default;
 
 void Recorder::Submit(const std::string& url, const fetcher::Response& r,
-                      const std::optional<dedupe::Digest128>& digest,
                       const PageTask* task, std::function<void(Status)> done) {
   auto w = std::make_unique<Write>();
   w->url = url;
   w->response = &r;
-  w->digest = digest;
   w->task = task;
   w->done = std::move(done);
   queue_.push_back(std::move(w));
@@ -119,16 +117,16 @@ void Recorder::Decide(Write& w) {
     if (w.meta.noindex) stats_->Count("noindex_pages");
     w.meta.canonical = w.task->page.canonical;
   }
-  // An exact duplicate of a body stored before (same bytes, any URL) is a
-  // revisit record; its links are still followed (issue 19: the relative
-  // links of a copy at another URL point elsewhere).
-  w.original =
-      w.digest.has_value() ? documents_->FindExact(*w.digest) : std::nullopt;
-  if (!w.original.has_value()) {
-    if (w.parsed && w.task->simhash.has_value()) {
-      Documents::Near near = documents_->CheckNear(*w.task->simhash);
-      w.meta.near_duplicate_of = near.duplicate_of;
-      if (near.is_new) w.new_simhash = w.task->simhash;
+  // An exact duplicate of a body stored before (same bytes, any URL, any
+  // worker) is a revisit record; its links are still followed (issue 19:
+  // the relative links of a copy at another URL point elsewhere).
+  w.doc = w.task != nullptr ? &w.task->document : nullptr;
+  w.revisit =
+      w.doc != nullptr && w.doc->kind == DocumentVerdict::Kind::kDuplicate;
+  if (!w.revisit) {
+    if (w.doc != nullptr) {
+      w.meta.near_duplicate_of = w.doc->near_duplicate_of;
+      w.rec.record_id = w.doc->record_id;
     }
     w.rec.flags.noindex = w.meta.noindex;
     w.rec.flags.near_duplicate_of = w.meta.near_duplicate_of;
@@ -158,17 +156,17 @@ void Recorder::Decide(Write& w) {
   }
   w.wall_us = clock_->WallUs();
   w.write_metadata = w.parsed && options_.write_metadata;
-  w.write_conversion = w.parsed && options_.conversion_records &&
-                       !w.original.has_value() && !w.task->page.text.empty();
+  w.write_conversion = w.parsed && options_.conversion_records && !w.revisit &&
+                       !w.task->page.text.empty();
 }
 
 // On a pool thread: touches only `w` and the writer.
 void Recorder::Execute(Write& w, store::WarcWriter* warc) {
   std::string response_id;
-  if (w.original.has_value()) {
-    auto written =
-        warc->WriteRevisit(w.rec, w.original->record_id, w.original->uri,
-                           w.original->time_us, w.original->payload_digest);
+  if (w.revisit) {
+    const dedupe::DocumentClaim& o = w.doc->original;
+    auto written = warc->WriteRevisit(w.rec, o.record_id, o.target_uri,
+                                      o.time_us, w.doc->payload_digest);
     if (!written.ok()) {
       w.status = written.status();
       return;
@@ -176,14 +174,12 @@ void Recorder::Execute(Write& w, store::WarcWriter* warc) {
     response_id = written->record_id;
     w.response_written = true;
   } else {
-    auto written = warc->WriteExchange(w.rec);
-    if (!written.ok()) {
-      w.status = written.status();
+    w.exchange = warc->WriteExchange(w.rec);
+    if (!w.exchange->ok()) {
+      w.status = w.exchange->status();
       return;
     }
-    response_id = written->response.record_id;
-    w.response_ref = written->response;
-    w.payload_digest = written->payload_digest;
+    response_id = (*w.exchange)->response.record_id;
     w.response_written = true;
   }
   if (!w.parsed) return;
@@ -207,13 +203,11 @@ void Recorder::Complete(Write& w) {
   if (w.status.code() == Status::Code::kIOError && disk_failed_.ok()) {
     disk_failed_ = w.status;
   }
-  if (!w.response_written) return;
-  if (w.original.has_value()) {
-    stats_->Count("revisits");
-  } else {
-    documents_->Remember(w.payload_digest.empty() ? std::nullopt : w.digest,
-                         w.new_simhash, w.response_ref, w.response->start_us);
+  if (w.doc != nullptr) {
+    documents_->Recorded(
+        *w.doc, w.revisit || !w.exchange.has_value() ? nullptr : &*w.exchange);
   }
+  if (w.revisit && w.response_written) stats_->Count("revisits");
 }
 
 }  // namespace crawld::daemon

@@ -3,8 +3,8 @@
 // revisit of an exact duplicate of a body stored before), then, for a parsed
 // page, its metadata record (robots flags, near-duplicate, canonical,
 // outlinks: what recovery reads back) and, when configured, its conversion
-// record. Documents (daemon/documents.h) decides revisits and remembers each
-// new body.
+// record. Documents (daemon/documents.h) decided, off the loop, whether the
+// body is a revisit (PageTask::document); it hears how each write went.
 //
 // The writes run off the worker's loop (issue 19: gzip and SHA-1 of a
 // 10 MiB record held the loop for seconds), one fetch at a time and in the
@@ -50,13 +50,11 @@ class Recorder {
 
   // Writes the records of one fetch of `url`, then calls `done` on the loop
   // with the store's first error (what came before it stays written,
-  // nothing after it is attempted). `digest`: the body's, when it is
-  // complete (duplicates are looked up by it); `task`: the page's parse, or
-  // null. `response` and `task` must live until `done` runs. After a disk
-  // error (IOError) nothing more is written: later fetches are given the
-  // same error, so their pages go back to their queues.
+  // nothing after it is attempted). `task`: the page's parse and dedupe
+  // verdict, or null (not a 2xx page). `response` and `task` must live until
+  // `done` runs. After a disk error (IOError) nothing more is written: later
+  // fetches are given the same error, so their pages go back to their queues.
   void Submit(const std::string& url, const fetcher::Response& response,
-              const std::optional<dedupe::Digest128>& digest,
               const PageTask* task, std::function<void(Status)> done);
 
   // Runs `then` on the loop at once when no write is in progress, else

@@ -124,8 +124,22 @@ Status Worker::Impl::Init() {
   hosts_ = std::make_unique<HostTable>(HostOptions(config_), frontier_.get(),
                                        &stats_, &log_);
   hosts_->SetOverrides(overrides_.get());
+  switch (ClaimStoreOf(config_)) {
+    case ClaimStore::kNode: {
+      auto table = dedupe::ClaimTable::Open(ClaimOptions(config_));
+      if (!table.ok()) return table.status();
+      claims_ = std::move(table).value();
+      break;
+    }
+    case ClaimStore::kRedis:
+      claims_ = dedupe::NewRedisClaims(ClaimOptions(config_));
+      break;
+    case ClaimStore::kNone:
+      break;
+  }
   documents_ =
-      std::make_unique<Documents>(DocumentOptions(config_), &stats_, &log_);
+      std::make_unique<Documents>(DocumentOptions(config_), claims_.get(),
+                                  warc_.get(), pool_.get(), &stats_, &log_);
   drainer_ = options_.worker_id >= options_.workers;
   if (Status s = OpenPeers(wdir); !s.ok()) return s;
   BuildPath();
@@ -354,6 +368,7 @@ void Worker::Impl::BuildPath() {
   rp.frontier = frontier_.get();
   rp.warc = warc_.get();
   rp.path = path_.get();
+  rp.documents = documents_.get();
   rp.hosts = hosts_.get();
   rp.traps = &traps_;
   rp.peers = peers_.get();

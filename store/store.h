@@ -193,6 +193,12 @@ struct FetchRecord {
   // written with "unspecified" when this is empty: a cut body never goes
   // out as complete.
   std::string truncated;
+  // WriteExchange: the WARC-Record-ID of the response record, chosen before
+  // the write (a document claim names it, dedupe.h); "" = a new one. A
+  // record id ("<scheme:...>", no whitespace) or InvalidArgument. Ids must
+  // be unique in a crawl: the caller passes one no written record has
+  // (WarcWriter::NewRecordId makes such ids). Ignored by WriteRevisit.
+  std::string record_id;
 
   // For the CDXJ index and the feed only (the WARC keeps the raw head).
   // MIME type without parameters; "" = taken from the Content-Type of
@@ -355,6 +361,11 @@ class WarcWriter {
   // fsync (if fsync_on_rotate) and close; later writes fail with
   // FailedPrecondition. Idempotent; IOError if fsync or close fails.
   [[nodiscard]] Status Close();
+
+  // A fresh WARC-Record-ID, "<urn:uuid:...>" (RFC 4122 version 4), the
+  // kind the writer gives its own records, for a caller that must name a
+  // record before writing it (FetchRecord::record_id).
+  [[nodiscard]] std::string NewRecordId();
 
   // Basename of the file the last record went to (or, before any record,
   // the file holding the first warcinfo). Rotation happens lazily at the

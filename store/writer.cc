@@ -251,12 +251,19 @@ class WarcWriter::Impl {
     return OpenNextFile();
   }
 
+  // For callers that name a record before writing it.
+  std::string FreshRecordId() { return NewRecordId(); }
+
   Result<WrittenExchange> WriteExchange(const FetchRecord& r) {
     if (Status s = CheckWritable(); !s.ok()) return s;
     if (r.target_uri.empty())
       return Status::InvalidArgument("store: empty target_uri");
-    if (!SafeValue(r.target_uri) || !SafeValue(r.ip) || !SafeValue(r.truncated))
+    if (!SafeValue(r.target_uri) || !SafeValue(r.ip) ||
+        !SafeValue(r.truncated) || !SafeValue(r.record_id))
       return Status::InvalidArgument("store: CR/LF/NUL in a header value");
+    if (!r.record_id.empty() && !IsRecordId(r.record_id))
+      return Status::InvalidArgument("store: '" + r.record_id +
+                                     "' is not a WARC-Record-ID");
     // A response record holds an HTTP message (issue 19): refuse a head
     // that is not one, or whose framing is invalid, rather than archive a
     // record that misdescribes what arrived.
@@ -281,7 +288,8 @@ class WarcWriter::Impl {
     // feed below it until the feed line is written or the record given up.
     FeedEntryGuard feed_entry(feed_.get());
     if (Status s = feed_entry.Begin(); !s.ok()) return s;
-    const std::string response_id = NewRecordId();
+    const std::string response_id =
+        r.record_id.empty() ? NewRecordId() : r.record_id;
     const std::string request_id = NewRecordId();
     const std::string date = Iso8601Micros(r.fetch_time_us);
 
@@ -964,6 +972,7 @@ Result<std::optional<RecordRef>> WarcWriter::WriteConversion(
 
 Status WarcWriter::Flush() { return impl_->Flush(); }
 Status WarcWriter::Close() { return impl_->Close(); }
+std::string WarcWriter::NewRecordId() { return impl_->FreshRecordId(); }
 std::string WarcWriter::current_file() const { return impl_->file(); }
 uint64_t WarcWriter::current_offset() const { return impl_->offset(); }
 std::string WarcWriter::current_index_path() const {

@@ -251,9 +251,11 @@ class World {
     hosts_ = std::make_unique<HostTable>(HostOptions(config_), frontier_.get(),
                                          &stats, &log_);
     hosts_->SetOverrides(overrides_.get());
-    documents_ =
-        std::make_unique<Documents>(DocumentOptions(config_), &stats, &log_);
     warc_ = store::WarcWriter::Open(StoreOptions(config_, 0)).value();
+    claims_ = dedupe::ClaimTable::Open(ClaimOptions(config_)).value();
+    documents_ =
+        std::make_unique<Documents>(DocumentOptions(config_), claims_.get(),
+                                    warc_.get(), &pool_, &stats, &log_);
     if (checkpoints) {
       state_ = checkpoint::Store::Open(dir_ + "/state", {}).value();
       seen_store_ =
@@ -291,6 +293,7 @@ class World {
       rp.frontier = frontier_.get();
       rp.warc = warc_.get();
       rp.path = path.get();
+      rp.documents = documents_.get();
       rp.hosts = hosts_.get();
       rp.traps = traps_.get();
       rp.stats = &stats;
@@ -404,6 +407,7 @@ class World {
   std::unique_ptr<conf::RuleSet> rules_;
   std::unique_ptr<conf::Overrides> overrides_;
   std::unique_ptr<HostTable> hosts_;
+  std::unique_ptr<dedupe::ClaimTable> claims_;
   std::unique_ptr<Documents> documents_;
   std::unique_ptr<store::WarcWriter> warc_;
   std::unique_ptr<checkpoint::Store> state_;
