@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -428,6 +429,179 @@ BENCHMARK(BM_StoreBloomFalsePositiveRate)
     ->Iterations(2'000'000);
 BENCHMARK(BM_SimHash500Words);
 BENCHMARK(BM_NearDupFindNear1M);
+
+// --- Document claims (issue 14) ------------------------------------------
+//
+// What dedupe adds to each page: one Claim before its record is written
+// and, for a body stored in full, one Settle after. Record ids and URIs as
+// crawld writes them (47 + about 70 bytes). The table holds 8 M documents
+// (file and text area sized as dedupe.max_documents = 8 M would); threads
+// stand for the workers of a node sharing it (their processes lock the
+// same buckets the same way).
+
+// splitmix64's finalizer: digests are uniform, so are these.
+uint64_t Mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::string RecordIdFor(uint64_t i) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "<urn:uuid:%08llx-0000-4000-8000-%012llx>",
+                static_cast<unsigned long long>(i >> 32),
+                static_cast<unsigned long long>(i & 0xffffffffffffULL));
+  return buf;
+}
+
+DocumentClaim ClaimFor(uint64_t i) {
+  DocumentClaim c;
+  c.record_id = RecordIdFor(i);
+  c.target_uri = "http://www.example-host-" + std::to_string(i % 997) +
+                 ".test/section/some-article-name-" + std::to_string(i) +
+                 ".html";
+  c.time_us = static_cast<int64_t>(i);
+  return c;
+}
+
+ClaimTable* SharedClaimTable() {
+  static ClaimTable* table = [] {
+    Options o;
+    o.claims_path = BenchRoot() + "/claims";
+    o.max_documents = 8'000'000;
+    o.claim_text_bytes = uint64_t{1} << 30;
+    auto t = ClaimTable::Open(o);
+    if (!t.ok()) {
+      std::fprintf(stderr, "%s\n", t.status().ToString().c_str());
+      std::exit(1);
+    }
+    return t->release();  // a bench fixture, never destroyed
+  }();
+  return table;
+}
+
+constexpr uint64_t kPreclaimed = 1'000'000;
+
+// Claim + Settle(stored) of a body nobody stored: a page's cost when its
+// body is new. The first call fills the table with kPreclaimed claims.
+void BM_ClaimTableNewBody(benchmark::State& state) {
+  ClaimTable* t = SharedClaimTable();
+  if (state.thread_index() == 0 && t->size() < kPreclaimed) {
+    for (uint64_t i = 0; i < kPreclaimed; ++i) {
+      const Digest128 d{Mix64(i), Mix64(i + (uint64_t{1} << 63))};
+      (void)t->Claim(d, ClaimFor(i));
+    }
+  }
+  uint64_t i =
+      (uint64_t{1} << 40) + (uint64_t(state.thread_index()) << 32) + t->size();
+  uint64_t claimed = 0;
+  for (auto _ : state) {
+    const Digest128 d{Mix64(i), Mix64(i + (uint64_t{1} << 63))};
+    const DocumentClaim c = ClaimFor(i);
+    claimed += t->Claim(d, c).outcome == ClaimOutcome::kClaimed;
+    benchmark::DoNotOptimize(t->Settle(d, c.record_id, true));
+    ++i;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["claimed_ratio"] = benchmark::Counter(
+      static_cast<double>(claimed) / static_cast<double>(state.iterations()),
+      benchmark::Counter::kAvgThreads);
+  if (state.thread_index() == 0) {
+    state.counters["table_docs"] = static_cast<double>(t->size());
+    state.counters["file_bytes_per_doc"] =
+        static_cast<double>(t->file_bytes() - t->text_capacity()) /
+        static_cast<double>(t->capacity());
+    state.counters["text_bytes_per_doc"] =
+        static_cast<double>(t->text_used()) / static_cast<double>(t->size());
+  }
+}
+
+// Claim of a body stored before: a page's cost when it is a duplicate.
+void BM_ClaimTableDuplicate(benchmark::State& state) {
+  ClaimTable* t = SharedClaimTable();
+  std::mt19937_64 rng(20 + state.thread_index());
+  uint64_t dup = 0;
+  for (auto _ : state) {
+    const uint64_t i = rng() % kPreclaimed;
+    const Digest128 d{Mix64(i), Mix64(i + (uint64_t{1} << 63))};
+    dup += t->Claim(d, ClaimFor(i + 7)).outcome == ClaimOutcome::kDuplicate;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["duplicate_ratio"] = benchmark::Counter(
+      static_cast<double>(dup) / static_cast<double>(state.iterations()),
+      benchmark::Counter::kAvgThreads);
+}
+
+// The same against Redis, when CRAWLD_BENCH_REDIS=host:port names one
+// (loopback; the figure is mostly its round trip).
+std::unique_ptr<DocumentClaims> RedisForBench(benchmark::State& state) {
+  const char* addr = getenv("CRAWLD_BENCH_REDIS");
+  if (addr == nullptr || std::strchr(addr, ':') == nullptr) {
+    state.SkipWithError("set CRAWLD_BENCH_REDIS=host:port");
+    return nullptr;
+  }
+  Options o;
+  o.redis_host = std::string(addr, std::strchr(addr, ':'));
+  o.redis_port = std::atoi(std::strchr(addr, ':') + 1);
+  o.redis_prefix = "crawld:bench:";
+  o.max_documents = uint64_t{1} << 32;
+  return NewRedisClaims(o);
+}
+
+void BM_RedisClaimNewBody(benchmark::State& state) {
+  auto claims = RedisForBench(state);
+  if (claims == nullptr) return;
+  uint64_t i = (uint64_t{3} << 40) + (uint64_t(state.thread_index()) << 32) +
+               static_cast<uint64_t>(
+                   std::chrono::steady_clock::now().time_since_epoch().count() &
+                   0xffffff) *
+                   4096;
+  uint64_t claimed = 0;
+  for (auto _ : state) {
+    const Digest128 d{Mix64(i), Mix64(i + (uint64_t{1} << 63))};
+    const DocumentClaim c = ClaimFor(i);
+    claimed += claims->Claim(d, c).outcome == ClaimOutcome::kClaimed;
+    benchmark::DoNotOptimize(claims->Settle(d, c.record_id, true));
+    ++i;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["claimed_ratio"] = benchmark::Counter(
+      static_cast<double>(claimed) / static_cast<double>(state.iterations()),
+      benchmark::Counter::kAvgThreads);
+}
+
+void BM_RedisClaimDuplicate(benchmark::State& state) {
+  auto claims = RedisForBench(state);
+  if (claims == nullptr) return;
+  const uint64_t base = uint64_t{5} << 40;
+  if (state.thread_index() == 0) {
+    for (uint64_t i = 0; i < 1000; ++i) {
+      (void)claims->Claim({Mix64(base + i), Mix64(base + i + 1)},
+                          ClaimFor(base + i));
+    }
+  }
+  std::mt19937_64 rng(30 + state.thread_index());
+  uint64_t dup = 0;
+  for (auto _ : state) {
+    const uint64_t i = base + rng() % 1000;
+    dup += claims->Claim({Mix64(i), Mix64(i + 1)}, ClaimFor(i + 7)).outcome ==
+           ClaimOutcome::kDuplicate;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["duplicate_ratio"] = benchmark::Counter(
+      static_cast<double>(dup) / static_cast<double>(state.iterations()),
+      benchmark::Counter::kAvgThreads);
+}
+
+BENCHMARK(BM_ClaimTableNewBody)
+    ->Threads(1)
+    ->Threads(2)
+    ->Iterations(500'000)
+    ->UseRealTime();
+BENCHMARK(BM_ClaimTableDuplicate)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_RedisClaimNewBody)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_RedisClaimDuplicate)->Threads(1)->Threads(2)->UseRealTime();
 
 }  // namespace
 }  // namespace crawld::dedupe

@@ -7,6 +7,7 @@
 //   crawlctl host NAME
 //   crawlctl docs tail [--since C] [--limit N] [--follow] [--max-seconds S]
 //                      [--cursor-file F] [--once]
+//   crawlctl feed --node URL|DIR... [the same options as docs tail]
 //
 // libcurl easy, one blocking request at a time: an operator's command is
 // one request, and `docs tail --follow` is a plain poll loop. The handle is
@@ -37,6 +38,7 @@
 #include "base/json.h"
 #include "base/status.h"
 #include "cli/commands.h"
+#include "store/store.h"
 
 namespace crawld::cli {
 namespace {
@@ -998,10 +1000,304 @@ int RunDocsTail(Client& client, const Args& args) {
   return kExitOk;
 }
 
+constexpr char kFeedHelp[] =
+    "usage: crawlctl feed --node SOURCE [--node SOURCE]... [--since ID]\n"
+    "                     [--limit N] [--once] [--follow [--max-seconds S]]\n"
+    "                     [--cursor-file F] [--token T] [--timeout-ms MS]\n"
+    "                     [--json]\n"
+    "\n"
+    "Reads the document feed of a whole crawl, one or several nodes, as one\n"
+    "stream in feed ID order (docs/STORE.md, \"Document feed\"), one line per\n"
+    "record:\n"
+    "  ID<TAB>STATUS<TAB>URL<TAB>WARC:OFFSET<TAB>SOURCE\n"
+    "With --json, one JSON object per record (with \"source\").\n"
+    "A SOURCE is a node's admin API (http://HOST:PORT, its GET /api/docs) or\n"
+    "a node's data directory on this machine (read directly, whether the\n"
+    "node runs or not). A record is printed only once every source is past\n"
+    "it (its watermark), so IDs never go back and a consumer resumes from\n"
+    "one number. A source that cannot be read holds the feed: nothing is\n"
+    "printed, exit 3. Take a node that is gone for good out of the list\n"
+    "(the records it stored and nobody read are then not read), or give\n"
+    "its data directory.\n"
+    "Without --node, the node of --api or --data (its API) is read.\n"
+    "\n"
+    "  --node SOURCE    a node's API URL or data directory (repeatable)\n"
+    "  --since ID       start after feed ID (default: the beginning)\n"
+    "  --limit N        records per batch, 1..1000 (default 100)\n"
+    "  --once           one batch only: at most N records\n"
+    "  --follow         keep polling (every second when caught up) until\n"
+    "                   SIGINT/SIGTERM, or until --max-seconds S elapse\n"
+    "  --max-seconds S  stop after S seconds (checked between batches)\n"
+    "  --cursor-file F  as for docs tail: start after the ID stored in F,\n"
+    "                   store the last ID printed after each batch\n";
+
+// One node of `crawlctl feed`: its API or its feed directory.
+struct FeedSource {
+  std::string name;                // as given on the command line
+  std::unique_ptr<Client> client;  // an API
+  std::string dir;                 // or <data>/index/feed
+  std::unique_ptr<store::FeedReader> reader;
+};
+
+// The page of one source after `cursor`, or the exit code. An API page
+// without a watermark (a worker's own API, or a crawld before feed IDs)
+// is exact only alone; `alone` says whether it is.
+int ReadFeedSource(FeedSource& src, const std::string& cursor, long limit,
+                   bool alone, store::FeedPage* page) {
+  *page = store::FeedPage();
+  auto after = store::ParseFeedCursor(cursor);
+  if (!after.ok()) {
+    std::fprintf(stderr, "crawlctl feed: %s\n",
+                 after.status().message().c_str());
+    return kExitUsage;
+  }
+  page->watermark = *after;
+  if (src.client == nullptr) {
+    if (src.reader == nullptr) {
+      auto r = store::FeedReader::Open(src.dir);
+      // No feed yet: the node has not written; it holds the others.
+      if (!r.ok()) return kExitOk;
+      src.reader = std::move(r).value();
+    }
+    auto p = src.reader->Read(cursor, static_cast<size_t>(limit));
+    if (!p.ok()) {
+      std::fprintf(stderr, "crawlctl feed: %s: %s\n", src.name.c_str(),
+                   p.status().message().c_str());
+      return p.status().code() == Status::Code::kInvalidArgument ? kExitUsage
+                                                                 : kExitServer;
+    }
+    *page = std::move(p).value();
+    return kExitOk;
+  }
+  Json j;
+  const std::string path = "/api/docs?since=" + PercentEncode(cursor) +
+                           "&limit=" + std::to_string(limit);
+  if (int rc = src.client->CallJson("GET", path, nullptr, &j)) return rc;
+  const Json* entries = json::Find(j, "entries");
+  const std::string* wm = Str(json::Find(j, "watermark"));
+  auto bad = [&](const std::string& why) {
+    std::fprintf(stderr, "crawlctl feed: %s: %s\n", src.name.c_str(),
+                 why.c_str());
+    return kExitServer;
+  };
+  if (entries == nullptr || !entries->is_array())
+    return bad("reply lacks 'entries'");
+  for (const Json& e : *entries) {
+    store::FeedEntry fe;
+    const std::string* id = Str(json::Find(e, "id"));
+    if (id == nullptr) id = Str(json::Find(e, "cursor"));
+    if (id == nullptr) return bad("an entry without an id");
+    auto parsed = store::ParseFeedCursor(*id);
+    if (!parsed.ok() || *parsed <= page->watermark ||
+        (!page->entries.empty() && *parsed <= page->entries.back().id))
+      return bad("an entry without an ascending feed id");
+    fe.id = *parsed;
+    if (const std::string* v = Str(json::Find(e, "url"))) fe.url = *v;
+    if (const std::string* v = Str(json::Find(e, "warc"))) fe.warc_file = *v;
+    if (const std::string* v = Str(json::Find(e, "digest"))) fe.digest = *v;
+    if (const std::string* v = Str(json::Find(e, "mime"))) fe.mime = *v;
+    const Json* off = json::Find(e, "offset");
+    const Json* len = json::Find(e, "length");
+    const Json* st = json::Find(e, "status");
+    if (off != nullptr && off->is_number_unsigned())
+      fe.offset = off->get<uint64_t>();
+    if (len != nullptr && len->is_number_unsigned())
+      fe.length = len->get<uint64_t>();
+    if (st != nullptr && st->is_number_integer()) fe.status = st->get<int>();
+    const Json* flags = json::Find(e, "flags");
+    if (flags != nullptr && flags->is_object()) {
+      const Json* ni = json::Find(*flags, "noindex");
+      const Json* rv = json::Find(*flags, "revisit");
+      const Json* nd = json::Find(*flags, "near_duplicate_of");
+      fe.flags.noindex = ni != nullptr && ni->is_boolean() && ni->get<bool>();
+      fe.revisit = rv != nullptr && rv->is_boolean() && rv->get<bool>();
+      if (nd != nullptr && nd->is_string())
+        fe.flags.near_duplicate_of = nd->get<std::string>();
+    }
+    page->entries.push_back(std::move(fe));
+  }
+  if (wm != nullptr) {
+    auto w = store::ParseFeedCursor(*wm);
+    if (!w.ok()) return bad("malformed watermark '" + *wm + "'");
+    page->watermark = std::max(page->watermark, *w);
+  } else if (alone) {
+    // Its entries are final as they come.
+    page->watermark =
+        page->entries.empty() ? page->watermark : page->entries.back().id;
+  } else {
+    return bad(
+        "no watermark (a worker's own API, or a crawld before feed "
+        "IDs): it cannot be merged with other nodes; give the node's "
+        "supervisor API or its data directory");
+  }
+  for (const store::FeedEntry& e : page->entries) {
+    if (e.id > page->watermark)
+      return bad("an entry above the source's own watermark");
+  }
+  return kExitOk;
+}
+
+std::string Clean(std::string s) {
+  for (char& c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return s;
+}
+
+int RunFeed(const Args& args) {
+  long limit = 100;
+  if (const std::string* l = args.Flag("--limit")) {
+    if (!ParseLong(*l, 1, 1000, &limit)) {
+      return UsageError("feed", "--limit wants 1..1000, not '" + *l + "'",
+                        kFeedHelp);
+    }
+  }
+  const bool follow = args.Flag("--follow") != nullptr;
+  const bool once = args.Flag("--once") != nullptr;
+  if (follow && once) {
+    return UsageError("feed", "--once and --follow exclude each other",
+                      kFeedHelp);
+  }
+  long max_seconds = -1;
+  if (const std::string* s = args.Flag("--max-seconds")) {
+    if (!ParseLong(*s, 0, 365L * 86400, &max_seconds)) {
+      return UsageError("feed",
+                        "--max-seconds wants an integer >= 0, not '" + *s + "'",
+                        kFeedHelp);
+    }
+  }
+  std::vector<FeedSource> sources;
+  for (const auto& [flag, value] : args.flags) {
+    if (flag != "--node") continue;
+    FeedSource src;
+    src.name = value;
+    if (value.rfind("http://", 0) == 0 || value.rfind("https://", 0) == 0) {
+      Common c = args.common;
+      c.api = value;
+      c.data.clear();
+      c.json = false;  // the merged records are printed, not the pages
+      int rc = kExitOk;
+      src.client = Client::Open("feed", c, &rc);
+      if (src.client == nullptr) return rc;
+    } else {
+      src.dir = value + "/index/feed";
+    }
+    sources.push_back(std::move(src));
+  }
+  if (sources.empty()) {
+    FeedSource src;
+    int rc = kExitOk;
+    Common c = args.common;
+    c.json = false;  // the merged records are printed, not the pages
+    src.client = Client::Open("feed", c, &rc);
+    if (src.client == nullptr) return rc;
+    src.name = src.client->base();
+    sources.push_back(std::move(src));
+  } else if (!args.common.api.empty() || !args.common.data.empty()) {
+    return UsageError("feed", "give --node, or --api/--data, not both",
+                      kFeedHelp);
+  }
+  std::string cursor;
+  if (const std::string* s = args.Flag("--since")) cursor = *s;
+  const std::string* cursor_file = args.Flag("--cursor-file");
+  if (cursor_file != nullptr) {
+    bool exists = false;
+    std::string stored;
+    const Status st = ReadCursorFile(*cursor_file, &stored, &exists);
+    if (!st.ok()) {
+      std::fprintf(stderr, "crawlctl feed: %s\n", st.message().c_str());
+      return kExitUsage;
+    }
+    if (exists) cursor = stored;
+  }
+  if (auto c = store::ParseFeedCursor(cursor); !c.ok()) {
+    return UsageError("feed", c.status().message(), kFeedHelp);
+  }
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline =
+      max_seconds >= 0 ? Clock::now() + std::chrono::seconds(max_seconds)
+                       : Clock::time_point::max();
+  auto ms_left = [&]() -> long {
+    if (deadline == Clock::time_point::max()) return 1000;
+    return static_cast<long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                              Clock::now())
+            .count());
+  };
+  const bool as_json = args.common.json;
+  HeldSignals signals;
+  for (;;) {
+    if (signals.Wait(0) || ms_left() <= 0) break;
+    std::vector<store::FeedPage> pages(sources.size());
+    for (size_t i = 0; i < sources.size(); ++i) {
+      if (int rc = ReadFeedSource(sources[i], cursor, limit,
+                                  sources.size() == 1, &pages[i])) {
+        if (rc == kExitUnreachable) {
+          std::fprintf(stderr,
+                       "crawlctl feed: the feed waits for every node: %s did "
+                       "not answer\n",
+                       sources[i].name.c_str());
+        }
+        return rc;
+      }
+    }
+    const store::FeedMerge merged =
+        store::MergeFeedPages(pages, static_cast<size_t>(limit));
+    std::string next = cursor;
+    for (const auto& [p, i] : merged.order) {
+      const store::FeedEntry& e = pages[p].entries[i];
+      const std::string id = std::to_string(e.id);
+      if (as_json) {
+        Json line = {
+            {"id", id},
+            {"url", e.url},
+            {"warc", e.warc_file},
+            {"offset", e.offset},
+            {"length", e.length},
+            {"digest", e.digest},
+            {"status", e.status},
+            {"mime", e.mime},
+            {"flags", {{"noindex", e.flags.noindex}, {"revisit", e.revisit}}},
+            {"source", sources[p].name}};
+        if (!e.flags.near_duplicate_of.empty())
+          line["flags"]["near_duplicate_of"] = e.flags.near_duplicate_of;
+        std::printf("%s\n", json::Dump(line).c_str());
+      } else {
+        std::printf("%s\t%d\t%s\t%s:%llu\t%s\n", id.c_str(), e.status,
+                    Clean(e.url).c_str(), Clean(e.warc_file).c_str(),
+                    static_cast<unsigned long long>(e.offset),
+                    Clean(sources[p].name).c_str());
+      }
+      next = id;
+    }
+    // The cursor moves on only once the batch is out of our hands.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      std::fprintf(stderr, "crawlctl feed: cannot write output: %s\n",
+                   std::strerror(errno));
+      return kExitUsage;
+    }
+    if (cursor_file != nullptr && next != cursor) {
+      const Status st = WriteCursorFile(*cursor_file, next);
+      if (!st.ok()) {
+        std::fprintf(stderr, "crawlctl feed: %s\n", st.message().c_str());
+        return kExitUsage;
+      }
+    }
+    cursor = next;
+    const bool full = merged.order.size() >= static_cast<size_t>(limit);
+    if (once) break;
+    if (full) continue;  // more is waiting: ask again at once
+    if (!follow) break;  // caught up
+    const long wait = std::min(1000L, ms_left());
+    if (wait > 0 && signals.Wait(wait)) break;
+  }
+  return kExitOk;
+}
+
 constexpr char kAdminHelp[] =
     "Online commands talk to a running crawld's admin API:\n"
     "  status, metrics, pause, resume, stop, seeds add FILE, rules reload,\n"
-    "  rules test URL, host NAME, docs tail\n"
+    "  rules test URL, host NAME, docs tail, feed --node URL|DIR...\n"
     "Run 'crawlctl <command> --help' for details.\n";
 
 }  // namespace
@@ -1042,6 +1338,17 @@ int RunAdminCommand(int argc, char** argv) {
        "tail",
        kDocsHelp,
        {{"--since", true},
+        {"--limit", true},
+        {"--once", false},
+        {"--follow", false},
+        {"--max-seconds", true},
+        {"--cursor-file", true}},
+       0},
+      {"feed",
+       nullptr,
+       kFeedHelp,
+       {{"--node", true},
+        {"--since", true},
         {"--limit", true},
         {"--once", false},
         {"--follow", false},
@@ -1089,6 +1396,8 @@ int RunAdminCommand(int argc, char** argv) {
   // RunSeeds and RunRulesTest read their argument at index 1.
   if (cmd->sub != nullptr)
     args.positional.insert(args.positional.begin(), cmd->sub);
+  // feed opens its own sources (several APIs and data directories).
+  if (group == "feed") return RunFeed(args);
   int rc = kExitOk;
   std::unique_ptr<Client> client = Client::Open(g.c_str(), args.common, &rc);
   if (!client) return rc;

@@ -51,6 +51,8 @@ constexpr Group kGroups[] = {
     {"host", "show crawld's record of one host", crawld::cli::RunAdminCommand},
     {"docs", "follow the document feed (docs tail)",
      crawld::cli::RunAdminCommand},
+    {"feed", "read a whole crawl's feed, its nodes merged in ID order",
+     crawld::cli::RunAdminCommand},
 #endif
 };
 

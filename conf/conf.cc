@@ -234,6 +234,11 @@ std::string CheckClusterName(std::string_view s) {
   return "";
 }
 
+std::string CheckDedupeBackend(std::string_view s) {
+  if (s == "auto" || s == "node" || s == "off") return "";
+  return "must be \"auto\", \"node\" or \"off\"";
+}
+
 std::string CheckWarcPrefix(std::string_view s) {
   if (s.empty()) return "must not be empty";
   if (s.size() > 64) return "must be at most 64 bytes";
@@ -541,6 +546,31 @@ constexpr Key kKeys[] = {
             "Also store the extracted text of each parsed page as a WARC "
             "conversion record."),
 
+    // [dedupe]
+    StringKey(CRAWLD_CONF_FIELD(dedupe, documents), CheckDedupeBackend,
+              "\"auto\", \"node\" or \"off\"",
+              "Where the claims of stored bodies live, so that a body "
+              "identical to one stored earlier in the crawl becomes a "
+              "revisit record whichever worker or node fetched either: "
+              "\"auto\" = the crawl's Redis with cluster.redis, else a file "
+              "shared by this machine's workers (<data>/dedupe/claims); "
+              "\"node\" = that file even in a cluster (each node dedupes "
+              "alone, with no Redis round trip); \"off\" = every body "
+              "stored in full."),
+    IntKey(CRAWLD_CONF_FIELD(dedupe, max_documents), 1024, 4'294'967'296,
+           "Distinct bodies remembered over the crawl; beyond it new bodies "
+           "are stored in full (counted: dedupe_full). The machine's table "
+           "takes about 51 bytes a body (sized when it is created); Redis "
+           "about 240 bytes plus the URI."),
+    IntKey(CRAWLD_CONF_FIELD(dedupe, text_bytes), 1ll << 20, 1ll << 40,
+           "Bytes of the machine's table for the record id and URI of each "
+           "body (about 50 + the URI's length); beyond it new bodies are "
+           "stored in full. Sized when the table is created."),
+    IntKey(CRAWLD_CONF_FIELD(dedupe, redis_timeout_ms), 1, 60'000,
+           "Milliseconds a claim may wait for Redis (connect or reply); on "
+           "timeout or error the body is stored in full (counted: "
+           "dedupe_unavailable) and Redis is left alone for a second."),
+
     // [traps]
     IntKey(CRAWLD_CONF_FIELD(traps, host_budget), 0, 1'000'000'000'000,
            "URLs queued per host over the crawl; later ones are dropped and "
@@ -663,9 +693,9 @@ constexpr Key kKeys[] = {
 #undef CRAWLD_CONF_FIELD
 
 constexpr std::string_view kTables[] = {
-    "crawl",      "url",     "fetch",   "parse",  "politeness",
-    "dns",        "network", "store",   "traps",  "frontier",
-    "checkpoint", "admin",   "workers", "cluster"};
+    "crawl",    "url",        "fetch", "parse",   "politeness",
+    "dns",      "network",    "store", "dedupe",  "traps",
+    "frontier", "checkpoint", "admin", "workers", "cluster"};
 
 constexpr size_t kNumKeys = std::size(kKeys);
 

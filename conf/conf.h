@@ -180,6 +180,22 @@ struct StoreConfig {
   bool operator==(const StoreConfig&) const = default;
 };
 
+// [dedupe]: a body identical to one stored earlier in the crawl is written
+// as a revisit record, whichever worker or node fetched either
+// (docs/STORE.md, "Document dedupe").
+struct DedupeConfig {
+  // Where the claims of stored bodies live: "auto" (the crawl's Redis when
+  // cluster.redis is set, else a table shared by this machine's workers),
+  // "node" (that table even in a cluster: each node dedupes alone) or
+  // "off" (every body stored in full).
+  std::string documents = "auto";
+  uint64_t max_documents = 2'000'000;  // digests remembered (count)
+  uint64_t text_bytes = 256ull << 20;  // node table: record ids and URIs
+  int redis_timeout_ms = 250;          // one claim with Redis (ms)
+
+  bool operator==(const DedupeConfig&) const = default;
+};
+
 // [traps]: heuristics against endless URL spaces (besides AOPIC credit).
 struct TrapsConfig {
   uint64_t host_budget = 100000;  // URLs queued per host; 0 = unlimited
@@ -256,6 +272,7 @@ struct Config {
   DnsConfig dns;
   NetworkConfig network;
   StoreConfig store;
+  DedupeConfig dedupe;
   TrapsConfig traps;
   FrontierConfig frontier;
   CheckpointConfig checkpoint;

@@ -137,6 +137,7 @@ store::Options StoreOptions(const conf::Config& c, int worker_id) {
   o.user_agent = c.crawl.user_agent;
   if (c.store.write_index) o.index_dir = c.crawl.data_dir + "/index";
   o.write_feed = c.store.write_feed;
+  o.node_id = c.cluster.node_id;  // with worker_id, in every feed ID
   o.conversion_records = c.store.conversion_records;
   return o;
 }
@@ -165,6 +166,29 @@ Documents::Options DocumentOptions(const conf::Config& c) {
   Documents::Options o;
   o.warc_dir = c.crawl.data_dir + "/warc";
   o.near_duplicate_bits = c.store.near_duplicate_bits;
+  return o;
+}
+
+ClaimStore ClaimStoreOf(const conf::Config& c) {
+  if (c.dedupe.documents == "off") return ClaimStore::kNone;
+  if (c.dedupe.documents == "auto" && !c.cluster.redis.empty()) {
+    return ClaimStore::kRedis;
+  }
+  return ClaimStore::kNode;
+}
+
+dedupe::Options ClaimOptions(const conf::Config& c) {
+  dedupe::Options o;
+  o.claims_path = c.crawl.data_dir + "/dedupe/claims";
+  o.max_documents = c.dedupe.max_documents;
+  o.claim_text_bytes = c.dedupe.text_bytes;
+  if (!c.cluster.redis.empty()) {
+    const conf::RedisAddress addr = conf::ParseRedisUrl(c.cluster.redis);
+    o.redis_host = addr.host;
+    o.redis_port = addr.port;
+  }
+  o.redis_prefix = "crawld:" + c.cluster.name + ":";
+  o.redis_timeout_ms = c.dedupe.redis_timeout_ms;
   return o;
 }
 

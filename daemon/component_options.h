@@ -4,6 +4,7 @@
 #ifndef CRAWLD_DAEMON_COMPONENT_OPTIONS_H_
 #define CRAWLD_DAEMON_COMPONENT_OPTIONS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "cluster/ip_leases.h"
@@ -43,6 +44,12 @@ store::Options StoreOptions(const conf::Config& c, int worker_id);
 dedupe::Options SeenOptions(const conf::Config& c, const std::string& dir);
 HostTable::Options HostOptions(const conf::Config& c);
 Documents::Options DocumentOptions(const conf::Config& c);
+// Where the crawl's document claims live (dedupe.documents).
+enum class ClaimStore : uint8_t { kNone, kNode, kRedis };
+ClaimStore ClaimStoreOf(const conf::Config& c);
+// The claim store's options: the node table under <data>/dedupe, the
+// crawl's Redis and key prefix, the bounds.
+dedupe::Options ClaimOptions(const conf::Config& c);
 CrawlPath::Options PathOptions(const conf::Config& c);
 
 }  // namespace crawld::daemon

@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "base/ascii.h"
-#include "dedupe/dedupe.h"
 #include "fetcher/fetcher.h"
 #include "parser/parser.h"
 
@@ -20,6 +19,8 @@ std::string_view StageName(Stage stage) {
       return "fetching";
     case Stage::kProcessing:
       return "processing";
+    case Stage::kRecording:
+      return "recording";
     case Stage::kDone:
       return "done";
   }
@@ -38,8 +39,15 @@ struct CrawlPath::Job {
   std::string ip;          // the address held at the IP gate ("": none)
   bool holds_slot = true;  // the host's frontier slot is not released yet
   fetcher::Response response;
-  std::optional<dedupe::Digest128> digest;  // of a complete 2xx body
   std::unique_ptr<PageTask> task;
+  std::unique_ptr<RobotsFetch> robots_fetch;  // a robots.txt's answer
+  bool big_body = false;  // over Options::big_body_bytes: parsed apart
+  // Step 16 in slices (FollowSomeLinks): the distinct links to follow.
+  std::vector<const parser::Link*> links;
+  size_t next_link = 0;
+  double link_share = 0;
+  bool following = false;  // links left to follow
+  bool recorded = false;   // step 14 done
 };
 
 CrawlPath::CrawlPath(const Options& options, const Parts& parts)
@@ -47,7 +55,7 @@ CrawlPath::CrawlPath(const Options& options, const Parts& parts)
       parts_(parts),
       recorder_({options.write_metadata, options.conversion_records},
                 parts.warc, parts.documents, parts.stats, parts.log,
-                parts.clock),
+                parts.clock, parts.pool),
       frontier_(parts.frontier),
       ip_gate_(parts.ip_gate),
       hosts_(parts.hosts),
@@ -329,20 +337,16 @@ void CrawlPath::OnFetched(Job* job, fetcher::Response&& response) {
 
 void CrawlPath::OnRobotsFetched(Job* job) {
   const fetcher::Response& r = job->response;
-  const int64_t now = parts_.clock->MonotonicUs();
   if (r.status_code == 0 && r.error == fetcher::ErrorClass::kAborted) {
     // Shut down under it: the page behind it is queued; nothing learned.
     ReleaseSlots(job, {frontier::Outcome::kSuccess, 0, -1});
     Finish(job);
     return;
   }
-  if (r.status_code > 0) {
-    ++stats_->robots_fetches;
-    if (!Record(job)) return;
-  }
-  RobotsFetch fetch;
+  job->robots_fetch = std::make_unique<RobotsFetch>();
+  RobotsFetch& fetch = *job->robots_fetch;
   fetch.status = r.status_code;
-  fetch.response_us = now - job->started_us;
+  fetch.response_us = parts_.clock->MonotonicUs() - job->started_us;
   if (fetch.status >= 300 && fetch.status < 400) {
     auto base = url::Parse(job->url);
     const std::string location = r.Header("Location");
@@ -353,25 +357,52 @@ void CrawlPath::OnRobotsFetched(Job* job) {
       }
     }
   }
-  std::string body;
   if (fetch.status >= 200 && fetch.status < 300 && r.truncated &&
       r.error != fetcher::ErrorClass::kTooLarge) {
     // Cut by the network, not by the size cap: half a file could open a
     // site its last line closes.
     fetch.incomplete = true;
-  } else if (fetch.status >= 200 && fetch.status < 300) {
-    // One byte more than the parser reads: a longer file reaches it cut,
-    // and it ignores the line the cut went through (RFC 9309 2.5; issue
-    // 19: a line cut in half was obeyed as a whole rule).
-    Result<std::string> decoded =
-        fetcher::DecodeBody(r, options_.max_decoded_robots_bytes);
-    if (decoded.ok()) {
-      body = std::move(decoded).value();
-      fetch.body = &body;
-    } else {
-      fetch.undecodable = true;
-    }
   }
+  if (r.status_code == 0) {
+    DecideRobots(job);
+    return;
+  }
+  ++stats_->robots_fetches;
+  Record(job, [this](Job* j) {
+    const RobotsFetch& f = *j->robots_fetch;
+    if (f.status < 200 || f.status >= 300 || f.incomplete) {
+      DecideRobots(j);
+      return;
+    }
+    // Decoding and parsing up to 500 KiB of rules is the loop's longest
+    // robots.txt step: it runs on the pool, as a page's parse does.
+    SetStage(j, Stage::kProcessing);
+    RobotsFetch* out = j->robots_fetch.get();
+    const fetcher::Response* response = &j->response;
+    const size_t max_decoded = options_.max_decoded_robots_bytes;
+    parts_.pool->Run(
+        [out, response, max_decoded, parse = hosts_->RobotsParser()] {
+          // One byte more than the parser reads: a longer file reaches it
+          // cut, and it ignores the line the cut went through (RFC 9309
+          // 2.5; issue 19: a line cut in half was obeyed as a whole rule).
+          Result<std::string> decoded =
+              fetcher::DecodeBody(*response, max_decoded);
+          if (!decoded.ok()) {
+            out->undecodable = true;
+            return;
+          }
+          out->decoded = std::move(decoded).value();
+          out->body = &out->decoded;
+          out->rules = parse(out->decoded);
+        },
+        [this, j] { DecideRobots(j); });
+  });
+}
+
+void CrawlPath::DecideRobots(Job* job) {
+  const fetcher::Response& r = job->response;
+  const RobotsFetch& fetch = *job->robots_fetch;
+  const int64_t now = parts_.clock->MonotonicUs();
   const HostTable::RobotsResult result = hosts_->OnRobotsFetched(
       job->host_key, fetch, now, parts_.clock->WallUs());
   if (result.access == robots::Access::kDisallowAll ||
@@ -442,51 +473,67 @@ void CrawlPath::OnPageFetched(Job* job) {
   }
   ReleaseSlots(job, done);
   if (status >= 200 && status < 300) {
-    if (!r.truncated && r.body.size() <= options_.max_dedupe_body_bytes) {
-      auto bytes = r.body.ReadPrefix(options_.max_dedupe_body_bytes);
-      if (bytes.ok()) job->digest = dedupe::DocumentDigest128(*bytes);
-    }
     Process(job);
     return;
   }
-  if (!Record(job)) return;
-  if (status >= 300 && status < 400) FollowRedirect(job);
-  Finish(job);
+  if (status >= 300 && status < 400) {
+    FollowRedirect(job);  // before the record, as links (OnProcessed)
+    Pump();
+  }
+  Record(job, [this](Job* j) { Finish(j); });
 }
 
 // --- 13. parse --------------------------------------------------------------
 
 void CrawlPath::Process(Job* job) {
   SetStage(job, Stage::kProcessing);
-  if (free_parsers_.empty()) {
-    waiting_for_parser_.push_back(job);
-    return;
+  job->big_body = job->response.body.size() > options_.big_body_bytes;
+  (job->big_body ? waiting_big_ : waiting_small_).push_back(job);
+  StartQueuedProcessing();
+}
+
+// Big bodies take at most all slots but one, and get their share before
+// small ones: a small page never waits behind a page that takes seconds to
+// parse (issue 19), and a big one is never starved by a stream of small
+// ones. With one slot, they share it in turn.
+void CrawlPath::StartQueuedProcessing() {
+  const size_t max_big =
+      options_.parse_slots > 1 ? options_.parse_slots - 1 : 1;
+  while (!free_parsers_.empty()) {
+    Job* next = nullptr;
+    if (!waiting_big_.empty() && big_parsing_ < max_big) {
+      next = waiting_big_.front();
+      waiting_big_.pop_front();
+    } else if (!waiting_small_.empty()) {
+      next = waiting_small_.front();
+      waiting_small_.pop_front();
+    } else {
+      return;
+    }
+    Parse(next);
   }
+}
+
+void CrawlPath::Parse(Job* job) {
   ProcessorRegistry* parsers = free_parsers_.back().release();
   free_parsers_.pop_back();
+  if (job->big_body) ++big_parsing_;
   auto task = std::make_unique<PageTask>();
   task->response = &job->response;
   task->url = job->url;
   task->robots_token = options_.robots_token;
   task->max_decoded = options_.max_decoded_page_bytes;
-  task->want_simhash = parts_.documents->near_enabled();
   task->parsers = parsers;
+  parts_.documents->Prepare(task.get());  // the body's digest and claim
   PageTask* t = task.get();
   job->task = std::move(task);
   parts_.pool->Run([t] { t->Run(); },
                    [this, job, parsers] {
                      free_parsers_.emplace_back(parsers);
+                     if (job->big_body) --big_parsing_;
                      OnProcessed(job);
                      StartQueuedProcessing();
                    });
-}
-
-void CrawlPath::StartQueuedProcessing() {
-  while (!free_parsers_.empty() && !waiting_for_parser_.empty()) {
-    Job* next = waiting_for_parser_.front();
-    waiting_for_parser_.pop_front();
-    Process(next);
-  }
 }
 
 void CrawlPath::OnProcessed(Job* job) {
@@ -501,9 +548,13 @@ void CrawlPath::OnProcessed(Job* job) {
   if (t.decode.ok() && !t.parsed) stats_->Count("not_parsed");  // archived
   if (t.header_robots.noindex) stats_->Count("x_robots_noindex");
   if (t.parsed) CountCuts(t.page);
-  if (!Record(job)) return;
-  if (t.parsed) FollowLinks(job);
-  Finish(job);
+  // Links first: the next page of a site need not wait for this one's
+  // records, which queue behind every earlier write. The job ends when
+  // both are done. Safe for recovery: the page stays in flight (in the
+  // checkpoint) until its records are in, so a crash before that fetches
+  // it again.
+  if (t.parsed) FollowLinks(job, /*all_now=*/false);
+  Record(job, [this](Job* j) { EndAfterLinks(j); });
 }
 
 void CrawlPath::CountCuts(const parser::Page& page) {
@@ -528,12 +579,16 @@ void CrawlPath::CountCuts(const parser::Page& page) {
 
 // --- 14. record -------------------------------------------------------------
 
-bool CrawlPath::Record(Job* job) {
-  Status s =
-      recorder_.Write(job->url, job->response, job->digest, job->task.get());
-  if (s.ok()) return true;
-  StoreFailed(job, s);
-  return false;
+void CrawlPath::Record(Job* job, std::function<void(Job*)> then) {
+  SetStage(job, Stage::kRecording);
+  recorder_.Submit(job->url, job->response, job->task.get(),
+                   [this, job, then = std::move(then)](Status s) {
+                     if (s.ok()) {
+                       then(job);
+                     } else {
+                       StoreFailed(job, s);
+                     }
+                   });
 }
 
 // --- 15. credit, 16. links --------------------------------------------------
@@ -574,7 +629,7 @@ void CrawlPath::FollowRedirect(Job* job) {
   Enter(c);
 }
 
-void CrawlPath::FollowLinks(Job* job) {
+void CrawlPath::FollowLinks(Job* job, bool all_now) {
   const parser::Page& page = job->task->page;
   const PageTask& t = *job->task;
   if (t.header_robots.nofollow || page.meta_nofollow) {
@@ -586,54 +641,79 @@ void CrawlPath::FollowLinks(Job* job) {
     stats_->Count("max_depth", page.links.size() + page.other_links.size());
     return;
   }
-  // AOPIC: the page's after-tax credit is shared equally among the links it
-  // passes on (a link to a URL already queued still credits its host).
-  std::vector<const parser::Link*> links;
-  links.reserve(page.links.size() + page.other_links.size());
-  for (const parser::Link& link : page.links) links.push_back(&link);
+  // Each URL once: a page that links one URL 20,000 times (issue 19) costs
+  // one step, not 20,000.
+  std::unordered_set<std::string_view> distinct;
+  std::vector<const parser::Link*>& links = job->links;
+  links.clear();
+  auto add = [&](const parser::Link& link) {
+    if (link.nofollow && !options_.follow_rel_nofollow) {
+      stats_->Count("nofollow_links");
+      return;
+    }
+    if (distinct.insert(link.url).second) links.push_back(&link);
+  };
+  for (const parser::Link& link : page.links) add(link);
   if (options_.follow_other_links) {
-    for (const parser::Link& link : page.other_links) links.push_back(&link);
+    for (const parser::Link& link : page.other_links) add(link);
   }
-  size_t followed = 0;
-  for (const parser::Link* link : links) {
-    if (!link->nofollow || options_.follow_rel_nofollow) ++followed;
-  }
-  const double share =
-      followed > 0 ? job->item.credit / static_cast<double>(followed) : 0.0;
+  // AOPIC: the page's after-tax credit is shared equally among the URLs it
+  // passes on (a link to a URL already queued still credits its host).
+  job->link_share = links.empty()
+                        ? 0.0
+                        : job->item.credit / static_cast<double>(links.size());
+  job->next_link = 0;
+  job->following = true;
+  FollowSomeLinks(job, all_now);
+}
+
+void CrawlPath::FollowSomeLinks(Job* job, bool all_now) {
+  // A slice per loop turn: the loop serves other hosts, the API and the
+  // control socket between slices of a page with thousands of links.
+  constexpr size_t kLinksPerTurn = 256;
   Candidate c;
   c.source = Candidate::Source::kLink;
-  c.depth = depth;
+  c.depth = static_cast<uint16_t>(job->item.depth + 1);
   c.seed_host = job->item.seed_host;
   c.from_host_key = job->host_key;
-  for (const parser::Link* link : links) {
-    if (link->nofollow && !options_.follow_rel_nofollow) {
-      stats_->Count("nofollow_links");
-      continue;
-    }
-    c.url = link->url;
-    c.credit = share;
+  const size_t end =
+      all_now ? job->links.size()
+              : std::min(job->links.size(), job->next_link + kLinksPerTurn);
+  for (; job->next_link < end; ++job->next_link) {
+    c.url = job->links[job->next_link]->url;
+    c.credit = job->link_share;
     Enter(c);
-    if (!options_.path_ascending) continue;
-    // /a/b/page offers /a/b/, /a/ and /: parents are cheap to test and
-    // often list what no link points to.
-    auto u = url::Parse(link->url);
-    if (!u.ok()) continue;
-    const std::string_view path = u->path();
-    const std::string origin = u->origin_key();
-    size_t end = path.size();
-    if (end > 0 && path.back() == '/') --end;
-    while (end > 0) {
-      const size_t slash = path.rfind('/', end - 1);
-      if (slash == std::string_view::npos) break;
-      std::string parent = origin;
-      parent.append(path.substr(0, slash + 1));
-      c.url = parent;
-      c.credit = 0;
-      if (Enter(c) == EnterResult::kQueued) {
-        stats_->Count("path_ascending_added");
-      }
-      end = slash;
+    if (options_.path_ascending) EnterParents(c);
+  }
+  if (job->next_link < job->links.size()) {
+    parts_.pool->Run([] {}, [this, job] { FollowSomeLinks(job, false); });
+    return;
+  }
+  job->following = false;
+  Pump();  // they may be due now, not only when the job ends
+  if (job->recorded) Finish(job);
+}
+
+// /a/b/page offers /a/b/, /a/ and /: parents are cheap to test and often
+// list what no link points to.
+void CrawlPath::EnterParents(Candidate c) {
+  auto u = url::Parse(c.url);
+  if (!u.ok()) return;
+  const std::string_view path = u->path();
+  const std::string origin = u->origin_key();
+  size_t end = path.size();
+  if (end > 0 && path.back() == '/') --end;
+  while (end > 0) {
+    const size_t slash = path.rfind('/', end - 1);
+    if (slash == std::string_view::npos) break;
+    std::string parent = origin;
+    parent.append(path.substr(0, slash + 1));
+    c.url = parent;
+    c.credit = 0;
+    if (Enter(c) == EnterResult::kQueued) {
+      stats_->Count("path_ascending_added");
     }
+    end = slash;
   }
 }
 
@@ -668,7 +748,7 @@ void CrawlPath::Replay(const std::string& uri, fetcher::Response* response,
       job.task->page.links.push_back(
           {link.url, parser::LinkKind::kAnchor, link.nofollow});
     }
-    FollowLinks(&job);
+    FollowLinks(&job, /*all_now=*/true);
     return;
   }
   job.response = std::move(*response);
@@ -688,7 +768,7 @@ void CrawlPath::Replay(const std::string& uri, fetcher::Response* response,
     }
     t.parsers = replay_parsers_.get();
     t.Run();
-    if (t.parsed) FollowLinks(&job);
+    if (t.parsed) FollowLinks(&job, /*all_now=*/true);
   }
 }
 
@@ -753,7 +833,7 @@ void CrawlPath::StoreFailed(Job* job, const Status& status) {
     // This record cannot be written as it came (not an HTTP message, over
     // the record cap): the store wrote nothing of it; the crawl goes on.
     ReleaseSlots(job, {frontier::Outcome::kSuccess, 0, -1});
-    Finish(job);
+    EndAfterLinks(job);
     return;
   }
   // The disk failed. Not recorded, so not lost: the page goes back to its
@@ -761,9 +841,14 @@ void CrawlPath::StoreFailed(Job* job, const Status& status) {
   // disk full).
   if (!job->robots) frontier_->PushFront(job->host_key, job->item);
   ReleaseSlots(job, {frontier::Outcome::kSuccess, 0, -1});
-  Finish(job);
+  EndAfterLinks(job);
   // A crawler that cannot record what it fetches must not go on fetching.
   if (parts_.on_fatal) parts_.on_fatal("store_error");
+}
+
+void CrawlPath::EndAfterLinks(Job* job) {
+  job->recorded = true;
+  if (!job->following) Finish(job);
 }
 
 void CrawlPath::Finish(Job* job) {

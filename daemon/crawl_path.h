@@ -24,13 +24,18 @@
 //                                       and sorts the outcome
 //   13. parse          Process()        off the loop (WorkPool), a PageTask
 //                                       (page_task.h): decode, sniff, parse,
-//                                       SimHash
+//                                       SimHash; the body's digest claimed
+//                                       crawl-wide (documents.h)
 //   14. record         Record()         Recorder (recorder.h): the WARC
-//                                       response or revisit, metadata;
-//                                       documents dedupe
+//                                       response (under the claimed record
+//                                       id) or revisit, metadata; off the
+//                                       loop, one fetch at a time, in
+//                                       order; the claim settled
 //   15. credit         FollowLinks()    AOPIC: the page's credit shared
 //   16. links          FollowLinks()    each outlink back to step 1
 //
+// Steps 15-16 run right after 13, before 14 ends: the next page of a site
+// does not wait for this one's records, which queue behind other writes.
 // A job (a page or a robots.txt fetch) carries an explicit Stage, changed
 // only by SetStage(), which can trace every transition (curl's mstate()).
 // A host's slot in the frontier is held from step 8 until the response
@@ -115,7 +120,8 @@ enum class Stage : uint8_t {
   kResolving,   // step 10: waiting for the resolver
   kIpWait,      // step 11: waiting for the address to be free and due
   kFetching,    // step 12: the transfer is running
-  kProcessing,  // steps 13-14: the body is parsed off the loop
+  kProcessing,  // step 13: the body (or robots.txt) is parsed off the loop
+  kRecording,   // step 14: its records are written, off the loop, in order
   kDone,
 };
 std::string_view StageName(Stage stage);
@@ -140,10 +146,11 @@ class CrawlPath {
     // parser (its max_bytes + 1: the parser must see that a file was cut).
     size_t max_decoded_page_bytes = 8u << 20;
     size_t max_decoded_robots_bytes = 500 * 1024 + 1;
-    // Bodies up to this size get a digest for exact-duplicate detection.
-    uint64_t max_dedupe_body_bytes = 8u << 20;
     // Parses at once off the loop (count); >= 1.
     size_t parse_slots = 2;
+    // A body over this takes seconds to parse: such bodies use at most
+    // parse_slots - 1 slots at once, so small pages never wait behind them.
+    uint64_t big_body_bytes = 1u << 20;
     parser::Options parser;
   };
 
@@ -214,6 +221,13 @@ class CrawlPath {
   [[nodiscard]] size_t ip_waiting() const { return ip_gate_->waiting(); }
   // Nothing in flight and nothing the frontier could schedule.
   [[nodiscard]] bool Idle() const { return jobs_.empty() && frontier_->Idle(); }
+  // Runs `then` when no record write is in progress (at once, or after the
+  // current one): the checkpoint reads and syncs the store's writer there.
+  void WhenStoreIdle(std::function<void()> then) {
+    recorder_.WhenIdle(std::move(then));
+  }
+  // Fetches whose records are being written or wait to be.
+  [[nodiscard]] size_t records_pending() const { return recorder_.pending(); }
   // Every page job not yet recorded, for the checkpoint.
   void ForEachInFlight(
       const std::function<void(const std::string& host_key,
@@ -235,11 +249,19 @@ class CrawlPath {
   void OnRobotsFetched(Job* job);
   void OnPageFetched(Job* job);
   void Process(Job* job);
+  void Parse(Job* job);
+  void StartQueuedProcessing();
   void OnProcessed(Job* job);
   void CountCuts(const parser::Page& page);
-  bool Record(Job* job);
+  void DecideRobots(Job* job);
+  // Step 14, off the loop; then `then` on the loop, unless the store
+  // failed (StoreFailed).
+  void Record(Job* job, std::function<void(Job*)> then);
   void FollowRedirect(Job* job);
-  void FollowLinks(Job* job);
+  // all_now: in one go (recovery); else a slice per loop turn.
+  void FollowLinks(Job* job, bool all_now);
+  void FollowSomeLinks(Job* job, bool all_now);
+  void EnterParents(Candidate c);
 
   // Job lifecycle.
   Job* NewJob(bool robots, std::string host_key, std::string url);
@@ -248,8 +270,9 @@ class CrawlPath {
   void ReleaseSlots(Job* job, const frontier::Completion& completion);
   void RetryLater(Job* job);
   void Finish(Job* job);
+  // The records are in (or failed): ends the job once its links are too.
+  void EndAfterLinks(Job* job);
   void StoreFailed(Job* job, const Status& status);
-  void StartQueuedProcessing();
 
   Options options_;
   Parts parts_;
@@ -265,7 +288,9 @@ class CrawlPath {
   std::unordered_set<uint64_t> skip_;
   // Parsers, one per parse slot, and the jobs waiting for a free one.
   std::vector<std::unique_ptr<ProcessorRegistry>> free_parsers_;
-  std::deque<Job*> waiting_for_parser_;
+  std::deque<Job*> waiting_small_;  // for a parse slot, in order
+  std::deque<Job*> waiting_big_;
+  size_t big_parsing_ = 0;  // big bodies being parsed
   std::unique_ptr<ProcessorRegistry> replay_parsers_;  // made at first use
 };
 

@@ -1,9 +1,21 @@
 #include "daemon/documents.h"
 
+#include <string_view>
+#include <utility>
+
+#include "daemon/page_task.h"
+
 namespace crawld::daemon {
 
-Documents::Documents(const Options& options, CrawlStats* stats, EventLog* log)
-    : options_(options), stats_(stats), log_(log), exact_(options.max_exact) {
+Documents::Documents(const Options& options, dedupe::DocumentClaims* claims,
+                     store::WarcWriter* warc, WorkPool* pool, CrawlStats* stats,
+                     EventLog* log)
+    : options_(options),
+      claims_(claims),
+      warc_(warc),
+      pool_(pool),
+      stats_(stats),
+      log_(log) {
   if (options_.near_duplicate_bits > 0) {
     dedupe::Options no;
     no.near_dup_max_distance = options_.near_duplicate_bits;
@@ -13,73 +25,227 @@ Documents::Documents(const Options& options, CrawlStats* stats, EventLog* log)
   }
 }
 
+Documents::~Documents() {
+  // The worker drains its loop (and so the pool) before it destroys this;
+  // whatever is still queued is settled here, at exit.
+  if (!settling_ && !queued_.empty()) ApplySettles(queued_);
+}
+
+void Documents::Prepare(PageTask* task) {
+  task->documents = this;
+  task->want_simhash = near_ != nullptr;
+  if (claims_ != nullptr) task->document.record_id = warc_->NewRecordId();
+}
+
+void Documents::Check(PageTask* task) const {
+  DocumentVerdict& v = task->document;
+  const fetcher::Response& r = *task->response;
+  if (claims_ != nullptr && !r.truncated &&
+      r.body.size() <= options_.max_body_bytes) {
+    // The payload as the writer stores it: the body as received.
+    auto bytes = r.body.ReadPrefix(options_.max_body_bytes);
+    if (bytes.ok()) {
+      v.digest = dedupe::DocumentDigest128(*bytes);
+      dedupe::DocumentClaim proposal;
+      proposal.record_id = v.record_id;
+      proposal.target_uri = task->url;
+      proposal.time_us = r.start_us;
+      dedupe::ClaimResult c = claims_->Claim(*v.digest, proposal);
+      v.outcome = c.outcome;
+      switch (c.outcome) {
+        case dedupe::ClaimOutcome::kClaimed:
+          v.kind = DocumentVerdict::Kind::kNew;
+          break;
+        case dedupe::ClaimOutcome::kOwn:
+          v.kind = DocumentVerdict::Kind::kOwn;
+          v.record_id = c.claim.record_id;
+          break;
+        case dedupe::ClaimOutcome::kDuplicate:
+          v.kind = DocumentVerdict::Kind::kDuplicate;
+          v.original = std::move(c.claim);
+          // Equal bytes have equal SHA-1s: the revisit carries the
+          // original's payload digest without reading its record.
+          v.payload_digest = store::Sha1Digest(*bytes);
+          break;
+        case dedupe::ClaimOutcome::kFull:
+        case dedupe::ClaimOutcome::kUnavailable:
+          v.kind = DocumentVerdict::Kind::kUnclaimed;
+          v.error = std::move(c.error);
+          break;
+      }
+    }
+  }
+  if (near_ != nullptr && task->simhash.has_value() &&
+      v.kind != DocumentVerdict::Kind::kDuplicate) {
+    CheckNear(*task->simhash, task->url, &v);
+  }
+}
+
+void Documents::CheckNear(uint64_t simhash, const std::string& url,
+                          DocumentVerdict* v) const {
+  std::optional<dedupe::DocumentCopy> copy;
+  std::string file;
+  {
+    std::lock_guard<std::mutex> l(near_mu_);
+    std::optional<uint64_t> near = near_->FindNear(simhash);
+    if (!near.has_value()) {
+      near_->Insert(simhash);
+      near_pending_[simhash] = url;
+      v->new_simhash = simhash;
+      return;
+    }
+    if (const dedupe::DocumentCopy* c = near_copies_.Find({*near, 0})) {
+      copy = *c;
+      if (c->file < files_.size()) file = files_[c->file];
+    } else if (auto it = near_pending_.find(*near); it != near_pending_.end()) {
+      v->near_duplicate_of = it->second;  // its record is being written
+      return;
+    }
+  }
+  // The reference's URL from its record (off the loop, outside the lock).
+  // Forgotten (the table was full) or unreadable: "?".
+  v->near_duplicate_of = "?";
+  if (!copy.has_value() || file.empty()) return;
+  Result<store::Record> rec = store::ReadRecordAt(
+      options_.warc_dir + "/" + file, copy->offset, copy->length);
+  if (!rec.ok()) {
+    v->near_unreadable = true;
+    return;
+  }
+  v->near_duplicate_of = rec->Header("WARC-Target-URI");
+}
+
+void Documents::Recorded(const DocumentVerdict& v,
+                         const Result<store::WrittenExchange>* written) {
+  using Kind = DocumentVerdict::Kind;
+  if (v.near_unreadable) {
+    stats_->Count("stored_copy_unreadable");
+    log_->Write(Level::kWarn, "stored_copy_unreadable",
+                {{"near_duplicate_of", v.near_duplicate_of}});
+  }
+  if (!v.near_duplicate_of.empty()) stats_->Count("near_duplicates");
+  switch (v.kind) {
+    case Kind::kUnchecked:
+    case Kind::kDuplicate:
+      break;
+    case Kind::kNew:
+      stats_->Count("dedupe_claimed");
+      break;
+    case Kind::kOwn:
+      // An earlier fetch of this URL claimed the body and never wrote it.
+      stats_->Count("dedupe_own_claim");
+      break;
+    case Kind::kUnclaimed:
+      if (v.outcome == dedupe::ClaimOutcome::kFull) {
+        stats_->Count("dedupe_full");
+      } else {
+        // Stored in full, never lost. Logged at the first failure and then
+        // every 1000th: a dead Redis fails every page.
+        stats_->Count("dedupe_unavailable");
+        if (unavailable_++ % 1000 == 0) {
+          log_->Write(
+              Level::kWarn, "dedupe_unavailable",
+              {{"error", v.error}, {"pages", std::to_string(unavailable_)}});
+        }
+      }
+      break;
+  }
+  if (written == nullptr) return;
+  Settle s;
+  if (v.kind == Kind::kNew || v.kind == Kind::kOwn) {
+    const Status::Code code =
+        written->ok() ? Status::Code::kOk : written->status().code();
+    if (code == Status::Code::kOk) {
+      s.claimed = true;
+      s.stored = true;
+    } else if (code == Status::Code::kInvalidArgument ||
+               code == Status::Code::kResourceExhausted) {
+      // Refused: nothing was written and the page is not fetched again.
+      s.claimed = true;
+      s.stored = false;
+    }
+    s.digest = *v.digest;
+    s.record_id = v.record_id;
+  }
+  if (v.new_simhash.has_value()) {
+    // Written: the reference from now on; else only forgotten as pending.
+    s.simhash = v.new_simhash;
+    if (written->ok()) {
+      const store::RecordRef& ref = (*written)->response;
+      s.copy = {ref.offset, 0, 0, static_cast<uint32_t>(ref.length)};
+      s.file = ref.file;
+    }
+  }
+  if (!s.claimed && !s.simhash.has_value()) return;
+  queued_.push_back(std::move(s));
+  if (!settling_) StartSettling();
+}
+
+void Documents::Replayed(const store::Record& record) {
+  if (claims_ == nullptr || record.type() != "response" ||
+      !record.Header("WARC-Truncated").empty()) {
+    return;
+  }
+  // The block is the HTTP head and the body as received, the bytes Check
+  // hashed; 2xx only, as only those are claimed.
+  const std::string_view block = record.block;
+  const size_t head_end = block.find("\r\n\r\n");
+  if (head_end == std::string_view::npos || block.size() < 12 ||
+      block.compare(0, 5, "HTTP/") != 0) {
+    return;
+  }
+  const size_t sp = block.find(' ');
+  if (sp == std::string_view::npos || sp + 1 >= block.size() ||
+      block[sp + 1] != '2') {
+    return;
+  }
+  const std::string_view body = block.substr(head_end + 4);
+  if (body.size() > options_.max_body_bytes) return;
+  Settle s;
+  s.digest = dedupe::DocumentDigest128(body);
+  s.record_id = record.Header("WARC-Record-ID");
+  s.claimed = true;
+  s.stored = true;
+  queued_.push_back(std::move(s));
+  if (!settling_) StartSettling();
+}
+
+void Documents::StartSettling() {
+  settling_ = true;
+  auto batch = std::make_shared<std::vector<Settle>>(std::move(queued_));
+  queued_.clear();
+  auto failed = std::make_shared<size_t>(0);
+  pool_->Run([this, batch, failed] { *failed = ApplySettles(*batch); },
+             [this, failed] {
+               settling_ = false;
+               if (*failed > 0) stats_->Count("dedupe_settle_failed", *failed);
+               if (!queued_.empty()) StartSettling();
+             });
+}
+
+size_t Documents::ApplySettles(const std::vector<Settle>& batch) {
+  size_t failed = 0;
+  for (const Settle& s : batch) {
+    if (s.claimed && !claims_->Settle(s.digest, s.record_id, s.stored).ok()) {
+      ++failed;
+    }
+    if (s.simhash.has_value()) {
+      std::lock_guard<std::mutex> l(near_mu_);
+      if (s.copy.length > 0) {
+        dedupe::DocumentCopy copy = s.copy;
+        copy.file = FileNumber(s.file);
+        near_copies_.Insert({*s.simhash, 0}, copy);
+      }
+      near_pending_.erase(*s.simhash);
+    }
+  }
+  return failed;
+}
+
 uint32_t Documents::FileNumber(const std::string& file) {
   // Records go to the newest file, so a new name is always the last one.
   if (files_.empty() || files_.back() != file) files_.push_back(file);
   return static_cast<uint32_t>(files_.size() - 1);
-}
-
-std::optional<store::Record> Documents::Read(const dedupe::DocumentCopy& copy) {
-  if (copy.file >= files_.size()) return std::nullopt;
-  const std::string path = options_.warc_dir + "/" + files_[copy.file];
-  Result<store::Record> rec =
-      store::ReadRecordAt(path, copy.offset, copy.length);
-  if (!rec.ok()) {
-    stats_->Count("stored_copy_unreadable");
-    log_->Write(Level::kWarn, "stored_copy_unreadable",
-                {{"file", path}, {"error", rec.status().ToString()}});
-    return std::nullopt;
-  }
-  return std::move(rec).value();
-}
-
-std::optional<Documents::Original> Documents::FindExact(
-    const dedupe::Digest128& digest) {
-  const dedupe::DocumentCopy* copy = exact_.Find(digest);
-  if (copy == nullptr) return std::nullopt;
-  const int64_t time_us = copy->time_us;
-  std::optional<store::Record> rec = Read(*copy);
-  if (!rec.has_value()) return std::nullopt;
-  return Original{rec->Header("WARC-Target-URI"), rec->Header("WARC-Record-ID"),
-                  rec->Header("WARC-Payload-Digest"), time_us};
-}
-
-Documents::Near Documents::CheckNear(uint64_t simhash) {
-  Near out;
-  if (near_ == nullptr) return out;
-  if (std::optional<uint64_t> near = near_->FindNear(simhash)) {
-    const dedupe::DocumentCopy* copy = near_copies_.Find({*near, 0});
-    std::optional<store::Record> first =
-        copy != nullptr ? Read(*copy) : std::nullopt;
-    out.duplicate_of =
-        first.has_value() ? first->Header("WARC-Target-URI") : "?";
-    stats_->Count("near_duplicates");
-    return out;
-  }
-  near_->Insert(simhash);
-  out.is_new = true;
-  return out;
-}
-
-void Documents::Remember(const std::optional<dedupe::Digest128>& digest,
-                         const std::optional<uint64_t>& new_simhash,
-                         const store::RecordRef& response, int64_t time_us) {
-  const dedupe::DocumentCopy copy{response.offset, time_us,
-                                  FileNumber(response.file),
-                                  static_cast<uint32_t>(response.length)};
-  if (copy.length == 0) return;
-  if (digest.has_value()) {
-    // Present only when its copy could not be read back: this one serves
-    // the next duplicates instead.
-    if (!exact_.Replace(*digest, copy)) {
-      if (exact_.size() < exact_.max_entries()) {
-        exact_.Insert(*digest, copy);
-      } else {
-        stats_->Count("dedupe_table_full");
-      }
-    }
-  }
-  if (new_simhash.has_value()) near_copies_.Insert({*new_simhash, 0}, copy);
 }
 
 }  // namespace crawld::daemon

@@ -1,85 +1,171 @@
-// daemon/documents.h: the bodies this worker stored, for document dedupe:
-// exact duplicates (xxh3-128 of the body) become WARC revisit records that
-// refer to the first copy, and near-duplicates (SimHash within k bits) are
-// flagged with the first page of their kind (ARCHITECTURE.md, step 11).
+// daemon/documents.h: document dedupe for one worker (ARCHITECTURE.md,
+// step 11; docs/STORE.md, "Document dedupe").
 //
-// The tables hold where each first copy is (WARC file number, offset,
-// length, time), 40 bytes a body; the URL, record id and payload digest a
-// revisit needs are read back from that record on a hit, which is rare.
-// A copy that cannot be read back (its file moved away) is counted and
-// logged, and the new body is stored in full and becomes the original.
+// Exact duplicates are crawl-wide: a page's body digest (xxh3-128) is
+// claimed in the crawl's claim store (dedupe::DocumentClaims: the
+// machine's shared table, or Redis across nodes) before its record is
+// written. The first claim names the record that stores the body in full;
+// every later fetch of the same bytes, by any worker of any node, becomes
+// a revisit record referring to it. The claim and everything else that
+// can block run off the loop, in the page task (Check); the loop only
+// prepares the task (Prepare) and, after the write, hands the settle
+// (stored, or released when the record was refused) to the thread pool in
+// batches (Recorded).
+//
+// Near-duplicates (SimHash within the configured bits) are per worker
+// process: the reference is the first page with that text this process
+// checked since it started; the index is in memory, so a restart starts
+// it afresh, and pages of other workers are not compared. The reference's
+// URL is read back from its record (off the loop) when a near-duplicate
+// names it, or taken from memory while that record is being written.
 #ifndef CRAWLD_DAEMON_DOCUMENTS_H_
 #define CRAWLD_DAEMON_DOCUMENTS_H_
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "daemon/crawl_stats.h"
 #include "daemon/event_log.h"
+#include "daemon/ports.h"
 #include "dedupe/dedupe.h"
 #include "store/store.h"
 
 namespace crawld::daemon {
 
-// Owned by one worker loop; not thread-safe.
+struct PageTask;
+
+// What dedupe decided for one page, filled off the loop by
+// Documents::Check and read on the loop by the recorder.
+struct DocumentVerdict {
+  enum class Kind : uint8_t {
+    kUnchecked,  // no digest (body cut, too big, unreadable) or no store:
+                 // stored in full under the writer's own record id
+    kNew,        // claimed: stored in full under record_id
+    kOwn,        // this URI's earlier claim: stored in full under record_id
+    kDuplicate,  // a revisit of `original`
+    kUnclaimed,  // the store was full or failed: stored in full
+  };
+  Kind kind = Kind::kUnchecked;
+  std::optional<dedupe::Digest128> digest;
+  // kNew, kOwn (and kUnclaimed: a fresh one): the response's record id.
+  std::string record_id;
+  // kDuplicate: the record with the body, and this body's payload digest
+  // ("sha1:<BASE32>"; the same bytes, so the original's too).
+  dedupe::DocumentClaim original;
+  std::string payload_digest;
+  // kUnclaimed: the store's answer, and why (for the log).
+  dedupe::ClaimOutcome outcome = dedupe::ClaimOutcome::kUnavailable;
+  std::string error;
+
+  // Near-duplicates (not checked for kDuplicate): the URL of the page it
+  // resembles ("?" when that page's record cannot be read back), or "".
+  std::string near_duplicate_of;
+  bool near_unreadable = false;
+  // A new text: remembered as a reference once its record is written.
+  std::optional<uint64_t> new_simhash;
+};
+
+// Prepare and Recorded on the worker's loop; Check on any thread (several
+// at once).
 class Documents {
  public:
   struct Options {
     std::string warc_dir;  // where the writer's files are
-    // Exact digests remembered (count): 70% of 2^22 slots, at most 168 MB.
-    size_t max_exact = 2'900'000;
+    // Bodies up to this size (complete ones) get a digest (bytes).
+    uint64_t max_body_bytes = 8u << 20;
     // SimHash bits two near-duplicates may differ in; 0: no near-dup check.
     int near_duplicate_bits = 0;
     size_t near_max_entries = 1 << 20;
   };
 
-  Documents(const Options& options, CrawlStats* stats, EventLog* log);
+  // `claims`: the crawl's claim store (null: no exact dedupe, every body
+  // is stored in full); `warc`: the writer, for record ids; `pool`: where
+  // settles run. None owned; all must outlive this.
+  Documents(const Options& options, dedupe::DocumentClaims* claims,
+            store::WarcWriter* warc, WorkPool* pool, CrawlStats* stats,
+            EventLog* log);
+  // Settles, on this thread, what was recorded but not settled yet (the
+  // pool has stopped by then).
+  ~Documents();
+  Documents(const Documents&) = delete;
+  Documents& operator=(const Documents&) = delete;
 
-  // The first stored copy of a body, as a revisit record refers to it.
-  struct Original {
-    std::string uri;
-    std::string record_id;
-    std::string payload_digest;
-    int64_t time_us = 0;
-  };
-  // The original of an exact duplicate, or nullopt when the body is new or
-  // its original cannot be read back.
-  [[nodiscard]] std::optional<Original> FindExact(
-      const dedupe::Digest128& digest);
+  // On the loop, before `task` goes to the pool: it will call Check, with
+  // a record id ready for a body it claims.
+  void Prepare(PageTask* task);
 
-  // Near-duplicates: the URL of an earlier page whose text is within the
-  // configured bits of `simhash` ("?" when that page cannot be read back),
-  // or "" when the text is new (and then remembered as a reference).
-  struct Near {
-    std::string duplicate_of;
-    bool is_new = false;
-  };
-  [[nodiscard]] Near CheckNear(uint64_t simhash);
+  // Off the loop, in the task, after the parse: the body's digest and
+  // claim, and the near-duplicate check, into task->document. May block
+  // (the claim store, a WARC read); touches no loop state.
+  void Check(PageTask* task) const;
+
+  // On the loop, after the records of a page checked by Check were
+  // written (or not): `written` is the response's write unless the
+  // verdict was a revisit. Counts the verdict, and queues the settle of
+  // its claim (stored; released when the record was refused, so that
+  // nobody refers to it; left pending after a disk error, as the page is
+  // fetched again and reuses the claim) and the near-duplicate reference.
+  void Recorded(const DocumentVerdict& verdict,
+                const Result<store::WrittenExchange>* written);
+
+  // Recovery (on the loop, at start): `record` was written after the last
+  // checkpoint, maybe by a process killed before it settled the record's
+  // claim. Settles it as stored (on the pool), so that a later fetch of
+  // the same URL (another worker's, after a rebalance) is a revisit and
+  // not a second full copy under the same record id. Any record may be
+  // passed: only a complete 2xx response's own claim is touched.
+  void Replayed(const store::Record& record);
+
+  [[nodiscard]] bool exact_enabled() const { return claims_ != nullptr; }
   [[nodiscard]] bool near_enabled() const { return near_ != nullptr; }
 
-  // A response record was written for a body: remember where, for later
-  // exact duplicates (`digest`) and near-duplicates (`new_simhash`, from a
-  // CheckNear that said is_new).
-  void Remember(const std::optional<dedupe::Digest128>& digest,
-                const std::optional<uint64_t>& new_simhash,
-                const store::RecordRef& response, int64_t time_us);
-
  private:
-  std::optional<store::Record> Read(const dedupe::DocumentCopy& copy);
-  uint32_t FileNumber(const std::string& file);
+  struct Settle {
+    dedupe::Digest128 digest;
+    std::string record_id;
+    bool claimed = false;  // a claim to settle
+    bool stored = false;
+    std::optional<uint64_t> simhash;  // a near reference to remember
+    dedupe::DocumentCopy copy;
+    std::string file;
+  };
+  // Runs the queued settles on the pool, one batch at a time.
+  void StartSettling();
+  // Off the loop: applies `batch`; returns the settles that failed.
+  size_t ApplySettles(const std::vector<Settle>& batch);
+  void CheckNear(uint64_t simhash, const std::string& url,
+                 DocumentVerdict* v) const;
+  uint32_t FileNumber(const std::string& file);  // REQUIRES: near_mu_ held
 
   Options options_;
+  dedupe::DocumentClaims* claims_;
+  store::WarcWriter* warc_;
+  WorkPool* pool_;
   CrawlStats* stats_;
   EventLog* log_;
-  dedupe::DocumentTable exact_;
-  std::unique_ptr<dedupe::NearDupIndex> near_;
+
+  // Loop side.
+  std::vector<Settle> queued_;
+  bool settling_ = false;
+  uint64_t unavailable_ = 0;  // pages the store failed, for the log's pace
+
+  // Near-duplicates, shared by the tasks and the settle batches (pool
+  // threads; the loop never takes near_mu_).
+  mutable std::mutex near_mu_;
+  std::unique_ptr<dedupe::NearDupIndex> near_;  // guarded by near_mu_
   // SimHash (high word; low = 0) -> the first page with that text.
-  dedupe::DocumentTable near_copies_{1};
+  dedupe::DocumentTable near_copies_{1};  // guarded by near_mu_
   // WARC basenames by the number a DocumentCopy holds.
-  std::vector<std::string> files_;
+  std::vector<std::string> files_;  // guarded by near_mu_
+  // References checked but not yet in near_copies_ (their record is being
+  // written): their URLs, so that a page checked meanwhile names them.
+  mutable std::unordered_map<uint64_t, std::string>
+      near_pending_;  // guarded by near_mu_
 };
 
 }  // namespace crawld::daemon

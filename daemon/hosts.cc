@@ -199,8 +199,10 @@ HostTable::RobotsResult HostTable::OnRobotsFetched(std::string_view host_key,
       const std::string empty;
       const std::string& body = fetch.body != nullptr ? *fetch.body : empty;
       SetFetched(host_key, host,
-                 robots::Rules::Parse(body, options_.robots_token,
-                                      options_.robots_parse),
+                 fetch.rules.has_value()
+                     ? *fetch.rules
+                     : robots::Rules::Parse(body, options_.robots_token,
+                                            options_.robots_parse),
                  now_us, d.valid_until_us);
       // The copy is kept as parsed: at most max_bytes (the parser's own
       // cut), so a restored copy decides exactly as this one.
@@ -235,6 +237,13 @@ HostTable::RobotsResult HostTable::OnRobotsFetched(std::string_view host_key,
   host.robots_hops = 0;
   ApplyPoliteness(host_key, host);
   return result;
+}
+
+HostTable::RobotsParse HostTable::RobotsParser() const {
+  return [token = options_.robots_token,
+          parse = options_.robots_parse](const std::string& body) {
+    return robots::Rules::Parse(body, token, parse);
+  };
 }
 
 void HostTable::TakeDirty(

@@ -74,12 +74,19 @@ struct RobotsFetch {
   // The decoded body of a 2xx, at most robots::Options::max_bytes + 1
   // bytes (so the parser sees that a longer file was cut); may be null.
   const std::string* body = nullptr;
+  // `body` parsed already (off the loop, with HostTable::RobotsParser());
+  // parsed here when empty.
+  std::optional<robots::Rules> rules;
+  std::string decoded;      // storage `body` may point at
   int64_t response_us = 0;  // the fetch's duration, for the frontier
 };
 
 // Owned by one worker loop; not thread-safe.
 class HostTable {
  public:
+  // Parses a robots.txt body as OnRobotsFetched would; safe on any thread
+  // (it holds copies of what it needs).
+  using RobotsParse = std::function<robots::Rules(const std::string& body)>;
   struct Options {
     bool respect_robots = true;
     std::string robots_token;  // the product token robots.txt groups name
@@ -116,6 +123,7 @@ class HostTable {
     robots::Access access = robots::Access::kDisallowAll;
     std::string_view reason;  // fetch_policy's reason
   };
+  [[nodiscard]] RobotsParse RobotsParser() const;
   [[nodiscard]] RobotsResult OnRobotsFetched(std::string_view host_key,
                                              const RobotsFetch& fetch,
                                              int64_t now_us, int64_t wall_us);

@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "conf/conf.h"
 #include "conf/overrides.h"
@@ -100,29 +101,35 @@ bool LockDataDir(const std::string& data, std::string* holder,
   return true;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line. Worker mode fields are set only when the supervisor
+// started this process (--worker, internal); -1 means not given.
+struct Args {
   std::string config_path, seeds_path, data_dir;
   std::vector<std::string> extra_seeds;
   long long max_pages = -1;
   bool print_config = false, quiet = false;
-  // Worker mode (started by the supervisor): -1 = not a worker.
   int worker_id = -1, workers = -1, control_fd = -1;
   int node_id = -1, nodes = -1;
   std::string cluster_url;
   bool cluster_set = false;
-  auto to_int = [](const std::string& v, const char* what, int min) {
-    char* end = nullptr;
-    long n = strtol(v.c_str(), &end, 10);
-    if (v.empty() || *end != '\0' || n < min || n > 65535) {
-      fprintf(stderr, "crawld: %s: not a valid number: %s\n", what, v.c_str());
-      exit(2);
-    }
-    return static_cast<int>(n);
-  };
+};
+
+// "Go on": no exit code yet.
+constexpr int kGoOn = -1;
+
+int ToInt(const std::string& v, const char* what, int min) {
+  char* end = nullptr;
+  long n = strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n < min || n > 65535) {
+    fprintf(stderr, "crawld: %s: not a valid number: %s\n", what, v.c_str());
+    exit(2);
+  }
+  return static_cast<int>(n);
+}
+
+int ParseArgs(int argc, char** argv, Args* a) {
   for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
+    std::string_view arg = argv[i];
     auto need_value = [&](std::string* out) {
       if (i + 1 >= argc) {
         fprintf(stderr, "crawld: %s needs a value\n%s", argv[i], kUsage);
@@ -131,85 +138,78 @@ int main(int argc, char** argv) {
       *out = argv[++i];
     };
     std::string v;
-    if (a == "--help" || a == "-h") {
+    if (arg == "--help" || arg == "-h") {
       fputs(kUsage, stdout);
       return 0;
-    } else if (a == "--config") {
-      need_value(&config_path);
-    } else if (a == "--seeds") {
-      need_value(&seeds_path);
-    } else if (a == "--seed") {
+    } else if (arg == "--config") {
+      need_value(&a->config_path);
+    } else if (arg == "--seeds") {
+      need_value(&a->seeds_path);
+    } else if (arg == "--seed") {
       need_value(&v);
-      extra_seeds.push_back(v);
-    } else if (a == "--data") {
-      need_value(&data_dir);
-    } else if (a == "--max-pages") {
+      a->extra_seeds.push_back(v);
+    } else if (arg == "--data") {
+      need_value(&a->data_dir);
+    } else if (arg == "--max-pages") {
       need_value(&v);
       char* end = nullptr;
-      max_pages = strtoll(v.c_str(), &end, 10);
-      if (*end != '\0' || max_pages < 0) {
+      a->max_pages = strtoll(v.c_str(), &end, 10);
+      if (*end != '\0' || a->max_pages < 0) {
         fprintf(stderr, "crawld: --max-pages: not a count: %s\n", v.c_str());
         return 2;
       }
-    } else if (a == "--workers") {
+    } else if (arg == "--workers") {
       need_value(&v);
-      workers = to_int(v, "--workers", 1);
-    } else if (a == "--cluster") {
-      need_value(&cluster_url);
-      cluster_set = true;
-    } else if (a == "--node-id") {
+      a->workers = ToInt(v, "--workers", 1);
+    } else if (arg == "--cluster") {
+      need_value(&a->cluster_url);
+      a->cluster_set = true;
+    } else if (arg == "--node-id") {
       need_value(&v);
-      node_id = to_int(v, "--node-id", 0);
-    } else if (a == "--nodes") {
+      a->node_id = ToInt(v, "--node-id", 0);
+    } else if (arg == "--nodes") {
       need_value(&v);
-      nodes = to_int(v, "--nodes", 1);
-    } else if (a == "--worker") {
+      a->nodes = ToInt(v, "--nodes", 1);
+    } else if (arg == "--worker") {
       need_value(&v);
-      worker_id = to_int(v, "--worker", 0);
-    } else if (a == "--control-fd") {
+      a->worker_id = ToInt(v, "--worker", 0);
+    } else if (arg == "--control-fd") {
       need_value(&v);
-      control_fd = to_int(v, "--control-fd", 0);
-    } else if (a == "--print-config") {
-      print_config = true;
-    } else if (a == "--quiet") {
-      quiet = true;
+      a->control_fd = ToInt(v, "--control-fd", 0);
+    } else if (arg == "--print-config") {
+      a->print_config = true;
+    } else if (arg == "--quiet") {
+      a->quiet = true;
     } else {
       fprintf(stderr, "crawld: unknown argument '%s'\n%s", argv[i], kUsage);
       return 2;
     }
   }
+  return kGoOn;
+}
 
+// The config file (or the defaults) with the command line's overrides,
+// validated.
+int LoadConfig(const Args& a, crawld::conf::Config* out) {
   crawld::Result<crawld::conf::Config> config =
-      config_path.empty()
+      a.config_path.empty()
           ? crawld::Result<crawld::conf::Config>(crawld::conf::Defaults())
-          : crawld::conf::LoadConfigFile(config_path);
+          : crawld::conf::LoadConfigFile(a.config_path);
   if (!config.ok()) {
     fprintf(stderr, "crawld: %s\n", config.status().message().c_str());
     return 2;
   }
-  if (!data_dir.empty()) config->crawl.data_dir = data_dir;
-  if (max_pages >= 0)
-    config->crawl.max_pages = static_cast<uint64_t>(max_pages);
-  if (workers > 0) config->workers.count = workers;
-  if (cluster_set) config->cluster.redis = cluster_url;
-  if (node_id >= 0) config->cluster.node_id = node_id;
-  if (nodes > 0) config->cluster.nodes = nodes;
-  // 0 means one worker per core. A worker is started with the ring's size
-  // (all nodes' workers) as --workers.
-  const int worker_count =
-      config->workers.count > 0
-          ? config->workers.count
-          : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1,
-                       256);
-  const bool clustered = !config->cluster.redis.empty();
+  if (!a.data_dir.empty()) config->crawl.data_dir = a.data_dir;
+  if (a.max_pages >= 0)
+    config->crawl.max_pages = static_cast<uint64_t>(a.max_pages);
+  if (a.workers > 0) config->workers.count = a.workers;
+  if (a.cluster_set) config->cluster.redis = a.cluster_url;
+  if (a.node_id >= 0) config->cluster.node_id = a.node_id;
+  if (a.nodes > 0) config->cluster.nodes = a.nodes;
   if (crawld::Status s = crawld::conf::Validate(*config); !s.ok()) {
     fprintf(stderr, "crawld: %s\n", s.message().c_str());
     return 2;
   }
-  // A node id at or past the node count is a node leaving the crawl: it
-  // only hands its hosts over (checked against its data below).
-  const bool leaving =
-      worker_id < 0 && config->cluster.node_id >= config->cluster.nodes;
   if (config->cluster.nodes > 1 && config->cluster.redis.empty()) {
     fprintf(stderr,
             "crawld: cluster.nodes %d needs cluster.redis (or --cluster "
@@ -217,51 +217,58 @@ int main(int argc, char** argv) {
             config->cluster.nodes);
     return 2;
   }
-  if (print_config) {
-    fputs(crawld::conf::ToToml(*config).c_str(), stdout);
-    return 0;
-  }
+  *out = std::move(config).value();
+  return kGoOn;
+}
 
-  crawld::daemon::WorkerOptions wo;
+// The seeds of --seed and --seeds; the rule and override files checked
+// before anything starts, like the config: a bad line is a usage error
+// naming file:line.
+int LoadInputs(const Args& a, const crawld::conf::Config& config,
+               crawld::conf::SeedList* seeds) {
   std::string seed_text;
-  for (const std::string& s : extra_seeds) seed_text += s + "\n";
-  crawld::conf::SeedList seeds = crawld::conf::ParseSeeds(seed_text, "--seed");
-  if (!seeds_path.empty()) {
-    auto file_seeds = crawld::conf::LoadSeeds(seeds_path);
+  for (const std::string& s : a.extra_seeds) seed_text += s + "\n";
+  *seeds = crawld::conf::ParseSeeds(seed_text, "--seed");
+  if (!a.seeds_path.empty()) {
+    auto file_seeds = crawld::conf::LoadSeeds(a.seeds_path);
     if (!file_seeds.ok()) {
       fprintf(stderr, "crawld: %s\n", file_seeds.status().message().c_str());
       return 2;
     }
-    for (auto& u : file_seeds->urls) seeds.urls.push_back(std::move(u));
-    for (auto& e : file_seeds->errors) seeds.errors.push_back(std::move(e));
+    for (auto& u : file_seeds->urls) seeds->urls.push_back(std::move(u));
+    for (auto& e : file_seeds->errors) seeds->errors.push_back(std::move(e));
   }
-  for (const std::string& e : seeds.errors) {
+  for (const std::string& e : seeds->errors) {
     fprintf(stderr, "crawld: skipped seed: %s\n", e.c_str());
   }
-  if (seeds.urls.empty()) {
+  if (seeds->urls.empty()) {
     fprintf(stderr,
             "crawld: no valid seed URLs (use --seeds FILE or --seed URL)\n");
     return 2;
   }
-
-  // Rule files are checked before anything starts, like the config: a bad
-  // line is a usage error naming file:line.
-  if (!config->crawl.rules_file.empty()) {
-    auto rules = crawld::conf::RuleSet::Load(config->crawl.rules_file);
+  if (!config.crawl.rules_file.empty()) {
+    auto rules = crawld::conf::RuleSet::Load(config.crawl.rules_file);
     if (!rules.ok()) {
       fprintf(stderr, "crawld: %s\n", rules.status().message().c_str());
       return 2;
     }
   }
-  if (!config->politeness.overrides_file.empty()) {
-    auto ov = crawld::conf::Overrides::Load(config->politeness.overrides_file);
+  if (!config.politeness.overrides_file.empty()) {
+    auto ov = crawld::conf::Overrides::Load(config.politeness.overrides_file);
     if (!ov.ok()) {
       fprintf(stderr, "crawld: %s\n", ov.status().message().c_str());
       return 2;
     }
   }
+  return kGoOn;
+}
 
-  const std::string& data = config->crawl.data_dir;
+// The data directory: made, locked (one crawld per directory, checked
+// before anything in it is written: a second one must not disturb the
+// first; workers run under their supervisor's lock), and given the frozen
+// copy of the config the crawl runs with.
+int PrepareDataDir(const crawld::conf::Config& config, bool is_worker) {
+  const std::string& data = config.crawl.data_dir;
   std::error_code ec;
   std::filesystem::create_directories(data, ec);
   if (ec) {
@@ -269,154 +276,196 @@ int main(int argc, char** argv) {
             ec.message().c_str());
     return 1;
   }
-  // One crawld per data directory, checked before anything in it is
-  // written (crawl.toml, run/): a second one must not disturb the first.
-  // Workers run under their supervisor's lock.
-  if (worker_id < 0) {
-    std::string holder, error;
-    if (!LockDataDir(data, &holder, &error)) {
-      if (!error.empty()) {
-        fprintf(stderr, "crawld: cannot lock the data directory: %s\n",
-                error.c_str());
-        return 1;
-      }
-      fprintf(stderr,
-              "crawld: data directory %s is in use by another crawld%s; "
-              "stop it first or use another --data\n",
-              data.c_str(),
-              holder.empty() ? "" : (" (pid " + holder + ")").c_str());
-      return 2;
+  if (is_worker) return kGoOn;
+  std::string holder, error;
+  if (!LockDataDir(data, &holder, &error)) {
+    if (!error.empty()) {
+      fprintf(stderr, "crawld: cannot lock the data directory: %s\n",
+              error.c_str());
+      return 1;
     }
+    fprintf(stderr,
+            "crawld: data directory %s is in use by another crawld%s; "
+            "stop it first or use another --data\n",
+            data.c_str(),
+            holder.empty() ? "" : (" (pid " + holder + ")").c_str());
+    return 2;
   }
-  // The frozen copy of the config the crawl ran with (a worker was started
-  // with it).
-  if (worker_id < 0 &&
-      !WriteFile(data + "/crawl.toml", crawld::conf::ToToml(*config))) {
+  if (!WriteFile(data + "/crawl.toml", crawld::conf::ToToml(config))) {
     fprintf(stderr, "crawld: cannot write %s/crawl.toml: %s\n", data.c_str(),
             strerror(errno));
     return 1;
+  }
+  return kGoOn;
+}
+
+// Drainers: with fewer workers than the data directory was crawled with,
+// the missing ones run once more, handing their hosts to the others; a
+// node leaving the cluster (node id >= node count) drains all of its own.
+int CountDrainers(const crawld::conf::Config& config, int worker_count,
+                  bool leaving, int* drainers) {
+  const std::string& data = config.crawl.data_dir;
+  std::error_code ec;
+  *drainers = 0;
+  if (!config.cluster.redis.empty() || !config.checkpoint.resume) {
+    // Clustered: nodes hand hosts over through the ring instead.
+  } else {
+    for (int k = worker_count; k < 65536; ++k) {
+      const std::string state =
+          data + "/worker-" + std::to_string(k) + "/state/CURRENT";
+      if (!std::filesystem::exists(state, ec)) break;
+      *drainers = k + 1 - worker_count;
+    }
+  }
+  if (!leaving) return kGoOn;
+  const std::string state =
+      data + "/worker-" +
+      std::to_string(config.cluster.node_id * worker_count) + "/state/CURRENT";
+  if (!config.checkpoint.resume || !std::filesystem::exists(state, ec)) {
+    fprintf(stderr,
+            "crawld: cluster.node_id %d: must be < cluster.nodes (%d), "
+            "unless %s holds that node's state to hand over (a node "
+            "leaving the crawl)\n",
+            config.cluster.node_id, config.cluster.nodes, data.c_str());
+    return 2;
+  }
+  *drainers = worker_count;
+  return kGoOn;
+}
+
+int RunAsSupervisor(const crawld::conf::Config& config, const Args& a,
+                    const crawld::conf::SeedList& seeds, int worker_count,
+                    int drainers, bool leaving, const char* argv0) {
+  const std::string& data = config.crawl.data_dir;
+  crawld::daemon::SupervisorOptions so;
+  so.config = config;
+  so.workers = leaving ? 0 : worker_count;
+  so.drainers = drainers;
+  so.first_worker = config.cluster.node_id * worker_count;
+  so.total_workers = config.cluster.nodes * worker_count;
+  so.config_file = data + "/crawl.toml";
+  so.seeds_file = data + "/run/seeds.txt";
+  std::error_code ec;
+  std::filesystem::create_directories(data + "/run", ec);
+  std::string seed_lines;
+  for (const std::string& u : seeds.urls) seed_lines += u + "\n";
+  if (!WriteFile(so.seeds_file, seed_lines)) {
+    fprintf(stderr, "crawld: cannot write %s: %s\n", so.seeds_file.c_str(),
+            strerror(errno));
+    return 1;
+  }
+  so.crawld_path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) so.crawld_path = argv0;
+  so.progress = a.quiet ? nullptr : stderr;
+  so.progress_tty = !a.quiet && isatty(fileno(stderr));
+  auto summary = crawld::daemon::RunSupervisor(so);
+  if (!summary.ok()) {
+    fprintf(stderr, "crawld: %s\n", summary.status().ToString().c_str());
+    return 1;
+  }
+  fputs(summary->ToText().c_str(), stdout);
+  WriteFile(data + "/summary.json", summary->ToJson());
+  const std::string& why = summary->stop_reason;
+  return why == "worker_failed" || why == "store_error" ||
+                 why == "node_id_in_use"
+             ? 1
+             : 0;
+}
+
+// The crawl in this process: alone (one worker), or as a supervised worker
+// that reports how it ended with the codes of daemon/control.h.
+int RunAsWorker(const crawld::conf::Config& config, const Args& a,
+                crawld::conf::SeedList seeds, int worker_count) {
+  namespace control = crawld::daemon::control;
+  const bool supervised = a.worker_id >= 0;
+  crawld::daemon::WorkerOptions wo;
+  wo.config = config;
+  wo.seeds = std::move(seeds.urls);
+  wo.progress = a.quiet ? nullptr : stderr;
+  wo.progress_tty = !a.quiet && isatty(fileno(stderr));
+  if (supervised) {
+    wo.worker_id = a.worker_id;
+    wo.workers = worker_count;
+    wo.control_fd = a.control_fd;
+  }
+  auto worker = crawld::daemon::Worker::Create(wo);
+  if (!worker.ok()) {
+    fprintf(stderr, "crawld: %s\n", worker.status().ToString().c_str());
+    return supervised ? control::kExitStartFailed : 1;
+  }
+  auto summary = (*worker)->Run();
+  if (!summary.ok()) {
+    fprintf(stderr, "crawld: %s\n", summary.status().ToString().c_str());
+    return supervised ? control::kExitStartFailed : 1;
+  }
+  const std::string& data = config.crawl.data_dir;
+  if (!supervised) {
+    fputs(summary->ToText().c_str(), stdout);
+    WriteFile(data + "/summary.json", summary->ToJson());
+  } else {
+    // The supervisor sums these.
+    WriteFile(data + "/worker-" + std::to_string(a.worker_id) + "/summary.json",
+              summary->ToJson());
+  }
+  if (summary->stop_reason == "store_error") {
+    return supervised ? control::kExitStoreError : 1;
+  }
+  if (supervised && summary->stop_reason == control::kStopLeaseExpired) {
+    return control::kExitFenced;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (int rc = ParseArgs(argc, argv, &args); rc != kGoOn) return rc;
+  crawld::conf::Config config;
+  if (int rc = LoadConfig(args, &config); rc != kGoOn) return rc;
+  if (args.print_config) {
+    fputs(crawld::conf::ToToml(config).c_str(), stdout);
+    return 0;
+  }
+  crawld::conf::SeedList seeds;
+  if (int rc = LoadInputs(args, config, &seeds); rc != kGoOn) return rc;
+  const bool is_worker = args.worker_id >= 0;
+  if (int rc = PrepareDataDir(config, is_worker); rc != kGoOn) return rc;
+  // 0 means one worker per core. A worker is started with the ring's size
+  // (all nodes' workers) as --workers.
+  const int worker_count =
+      config.workers.count > 0
+          ? config.workers.count
+          : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1,
+                       256);
+  // A node id at or past the node count is a node leaving the crawl: it
+  // only hands its hosts over (checked against its data).
+  const bool leaving =
+      !is_worker && config.cluster.node_id >= config.cluster.nodes;
+  int drainers = 0;
+  if (!is_worker) {
+    if (int rc = CountDrainers(config, worker_count, leaving, &drainers);
+        rc != kGoOn) {
+      return rc;
+    }
   }
 
   // A peer that closes a socket we write to (an exchange socket, redis, a
   // server mid-request) must be an error code, not the end of the process;
   // neither libuv nor hiredis suppresses SIGPIPE.
   signal(SIGPIPE, SIG_IGN);
-
   // Process-wide library setup, once, before any other thread or handle.
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
       ares_library_init(ARES_LIB_INIT_ALL) != ARES_SUCCESS) {
     fprintf(stderr, "crawld: library initialisation failed\n");
     return 1;
   }
-
-  // Fewer workers than the data directory was crawled with: the missing
-  // ones run once more as drainers, handing their hosts to the others.
-  int drainers = 0;
-  if (worker_id < 0 && !clustered && config->checkpoint.resume) {
-    for (int k = worker_count; k < 65536; ++k) {
-      const std::string state =
-          data + "/worker-" + std::to_string(k) + "/state/CURRENT";
-      if (!std::filesystem::exists(state, ec)) break;
-      drainers = k + 1 - worker_count;
-    }
-  }
-  if (leaving) {
-    const std::string state =
-        data + "/worker-" +
-        std::to_string(config->cluster.node_id * worker_count) +
-        "/state/CURRENT";
-    if (!config->checkpoint.resume || !std::filesystem::exists(state, ec)) {
-      fprintf(stderr,
-              "crawld: cluster.node_id %d: must be < cluster.nodes (%d), "
-              "unless %s holds that node's state to hand over (a node "
-              "leaving the crawl)\n",
-              config->cluster.node_id, config->cluster.nodes, data.c_str());
-      return 2;
-    }
-    drainers = worker_count;
-  }
-
-  int rc = 0;
-  if (worker_id < 0 && (worker_count > 1 || clustered || drainers > 0)) {
-    crawld::daemon::SupervisorOptions so;
-    so.config = *config;
-    so.workers = leaving ? 0 : worker_count;
-    so.drainers = drainers;
-    so.first_worker = config->cluster.node_id * worker_count;
-    so.total_workers = config->cluster.nodes * worker_count;
-    so.config_file = data + "/crawl.toml";
-    so.seeds_file = data + "/run/seeds.txt";
-    std::filesystem::create_directories(data + "/run", ec);
-    std::string seed_lines;
-    for (const std::string& u : seeds.urls) seed_lines += u + "\n";
-    if (!WriteFile(so.seeds_file, seed_lines)) {
-      fprintf(stderr, "crawld: cannot write %s: %s\n", so.seeds_file.c_str(),
-              strerror(errno));
-      return 1;
-    }
-    std::error_code self_ec;
-    so.crawld_path = std::filesystem::read_symlink("/proc/self/exe", self_ec);
-    if (self_ec) so.crawld_path = argv[0];
-    so.progress = quiet ? nullptr : stderr;
-    so.progress_tty = !quiet && isatty(fileno(stderr));
-    auto summary = crawld::daemon::RunSupervisor(so);
-    if (!summary.ok()) {
-      fprintf(stderr, "crawld: %s\n", summary.status().ToString().c_str());
-      rc = 1;
-    } else {
-      fputs(summary->ToText().c_str(), stdout);
-      WriteFile(data + "/summary.json", summary->ToJson());
-      const std::string& why = summary->stop_reason;
-      if (why == "worker_failed" || why == "store_error" ||
-          why == "node_id_in_use") {
-        rc = 1;
-      }
-    }
-    ares_library_cleanup();
-    curl_global_cleanup();
-    return rc;
-  }
-
-  wo.config = *config;
-  wo.seeds = std::move(seeds.urls);
-  wo.progress = quiet ? nullptr : stderr;
-  wo.progress_tty = !quiet && isatty(fileno(stderr));
-  if (worker_id >= 0) {
-    wo.worker_id = worker_id;
-    wo.workers = worker_count;
-    wo.control_fd = control_fd;
-  }
-  namespace control = crawld::daemon::control;
-  const bool supervised = worker_id >= 0;
-  {
-    auto worker = crawld::daemon::Worker::Create(wo);
-    if (!worker.ok()) {
-      fprintf(stderr, "crawld: %s\n", worker.status().ToString().c_str());
-      rc = supervised ? control::kExitStartFailed : 1;
-    } else {
-      auto summary = (*worker)->Run();
-      if (!summary.ok()) {
-        fprintf(stderr, "crawld: %s\n", summary.status().ToString().c_str());
-        rc = supervised ? control::kExitStartFailed : 1;
-      } else {
-        if (worker_id < 0) {
-          fputs(summary->ToText().c_str(), stdout);
-          WriteFile(data + "/summary.json", summary->ToJson());
-        } else {
-          // The supervisor sums these.
-          WriteFile(
-              data + "/worker-" + std::to_string(worker_id) + "/summary.json",
-              summary->ToJson());
-        }
-        if (summary->stop_reason == "store_error") {
-          rc = supervised ? control::kExitStoreError : 1;
-        } else if (supervised &&
-                   summary->stop_reason == control::kStopLeaseExpired) {
-          rc = control::kExitFenced;
-        }
-      }
-    }
-  }
+  const bool clustered = !config.cluster.redis.empty();
+  const int rc =
+      !is_worker && (worker_count > 1 || clustered || drainers > 0)
+          ? RunAsSupervisor(config, args, seeds, worker_count, drainers,
+                            leaving, argv[0])
+          : RunAsWorker(config, args, std::move(seeds), worker_count);
   ares_library_cleanup();
   curl_global_cleanup();
   return rc;

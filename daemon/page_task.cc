@@ -10,6 +10,12 @@
 namespace crawld::daemon {
 
 void PageTask::Run() {
+  Parse();
+  // Whatever the parse made of it, the body is recorded: dedupe it.
+  if (documents != nullptr) documents->Check(this);
+}
+
+void PageTask::Parse() {
   // Page-level robots directives from the header apply to any type.
   std::vector<std::string_view> xrt;
   for (const auto& [name, value] : response->headers) {

@@ -1,6 +1,8 @@
 // daemon/page_task.h: step 13 of the way of one URL (daemon/crawl_path.h),
 // the part that runs off the worker's loop: decode the body, sniff its type,
-// parse it with the processor of that type, SimHash its text.
+// parse it with the processor of that type, SimHash its text, then the
+// document dedupe check (the body's digest claimed in the crawl's claim
+// store, daemon/documents.h), which may block.
 //
 // A task owns everything it writes; it reads only the response it points
 // to, which the loop leaves alone while the task runs. One task at a time
@@ -14,6 +16,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "daemon/documents.h"
 #include "daemon/processors.h"
 #include "fetcher/fetcher.h"
 #include "parser/parser.h"
@@ -28,6 +31,8 @@ struct PageTask {
   size_t max_decoded = 0;     // bytes of decoded body handed to the parser
   bool want_simhash = false;  // near-duplicates are checked
   ProcessorRegistry* parsers = nullptr;  // not owned; this task's alone
+  // Dedupe (Documents::Prepare sets it; null: no dedupe, e.g. replay).
+  const Documents* documents = nullptr;  // not owned
 
   // Out.
   Status decode;        // the Content-Encoding could not be undone
@@ -36,9 +41,14 @@ struct PageTask {
   parser::Page page;
   parser::RobotsDirectives header_robots;  // from X-Robots-Tag
   std::optional<uint64_t> simhash;
+  // In and out: Prepare's record id for a new body, then the verdict.
+  DocumentVerdict document;
 
   // Runs the steps above on whichever thread calls it.
   void Run();
+
+ private:
+  void Parse();
 };
 
 }  // namespace crawld::daemon

@@ -24,51 +24,117 @@ store::FetchRecord ExchangeOf(const std::string& url,
 
 }  // namespace
 
-Status Recorder::Write(const std::string& url, const fetcher::Response& r,
-                       const std::optional<dedupe::Digest128>& digest,
-                       const PageTask* task) {
-  store::FetchRecord rec = ExchangeOf(url, r);
-  const bool parsed = task != nullptr && task->parsed;
+// One fetch's records: what the loop decided, then what the store said.
+struct Recorder::Write {
+  // Submitted.
+  std::string url;
+  const fetcher::Response* response = nullptr;
+  const PageTask* task = nullptr;
+  std::function<void(Status)> done;
+  // Decided on the loop.
+  store::FetchRecord rec;
   store::PageMetadata meta;
-  if (parsed) {
-    meta.noindex = task->header_robots.noindex || task->page.meta_noindex;
-    meta.nofollow = task->header_robots.nofollow || task->page.meta_nofollow;
-    if (meta.noindex) stats_->Count("noindex_pages");
-    meta.canonical = task->page.canonical;
+  bool parsed = false;
+  const DocumentVerdict* doc = nullptr;  // the task's, or null
+  bool revisit = false;
+  int64_t wall_us = 0;
+  bool write_metadata = false;
+  bool write_conversion = false;
+  // Written off the loop.
+  Status status;
+  bool response_written = false;  // the response or revisit record is in
+  // WriteExchange's answer, for Documents::Recorded (a refused record
+  // releases its claim).
+  std::optional<Result<store::WrittenExchange>> exchange;
+};
+
+Recorder::Recorder(const Options& options, store::WarcWriter* warc,
+                   Documents* documents, CrawlStats* stats, EventLog* log,
+                   const Clock* clock, WorkPool* pool)
+    : options_(options),
+      warc_(warc),
+      documents_(documents),
+      stats_(stats),
+      log_(log),
+      clock_(clock),
+      pool_(pool) {}
+
+Recorder::~Recorder() = default;
+
+void Recorder::Submit(const std::string& url, const fetcher::Response& r,
+                      const PageTask* task, std::function<void(Status)> done) {
+  auto w = std::make_unique<Write>();
+  w->url = url;
+  w->response = &r;
+  w->task = task;
+  w->done = std::move(done);
+  queue_.push_back(std::move(w));
+  if (!busy_) StartNext();
+}
+
+void Recorder::WhenIdle(std::function<void()> then) {
+  if (!busy_) {
+    then();
+    return;
   }
-  // An exact duplicate of a body stored before (same bytes, any URL) is a
-  // revisit record; its links are still followed (issue 19: the relative
-  // links of a copy at another URL point elsewhere).
-  std::optional<Documents::Original> original =
-      digest.has_value() ? documents_->FindExact(*digest) : std::nullopt;
-  std::string response_id;
-  if (original.has_value()) {
-    auto written =
-        warc_->WriteRevisit(rec, original->record_id, original->uri,
-                            original->time_us, original->payload_digest);
-    if (!written.ok()) return written.status();
-    stats_->Count("revisits");
-    response_id = written->record_id;
-  } else {
-    std::optional<uint64_t> new_simhash;
-    if (parsed && task->simhash.has_value()) {
-      Documents::Near near = documents_->CheckNear(*task->simhash);
-      meta.near_duplicate_of = near.duplicate_of;
-      if (near.is_new) new_simhash = task->simhash;
+  idle_waiters_.push_back(std::move(then));
+}
+
+void Recorder::StartNext() {
+  // Re-entrant: a `done` may submit again, and an idle waiter may run
+  // anything. `busy_` is set before either can.
+  while (!busy_ && !queue_.empty()) {
+    std::shared_ptr<Write> w(std::move(queue_.front()));
+    queue_.pop_front();
+    if (!disk_failed_.ok()) {
+      w->done(disk_failed_);
+      continue;
     }
-    rec.flags.noindex = meta.noindex;
-    rec.flags.near_duplicate_of = meta.near_duplicate_of;
-    auto written = warc_->WriteExchange(rec);
-    if (!written.ok()) return written.status();
-    response_id = written->response.record_id;
-    documents_->Remember(
-        written->payload_digest.empty() ? std::nullopt : digest, new_simhash,
-        written->response, r.start_us);
+    busy_ = true;
+    Decide(*w);
+    store::WarcWriter* warc = warc_;
+    pool_->Run([w, warc] { Execute(*w, warc); },
+               [this, w] {
+                 busy_ = false;
+                 Complete(*w);
+                 std::vector<std::function<void()>> waiters;
+                 waiters.swap(idle_waiters_);
+                 for (auto& then : waiters) then();
+                 w->done(w->status);
+                 StartNext();
+               });
+  }
+}
+
+void Recorder::Decide(Write& w) {
+  const fetcher::Response& r = *w.response;
+  w.rec = ExchangeOf(w.url, r);
+  w.parsed = w.task != nullptr && w.task->parsed;
+  if (w.parsed) {
+    w.meta.noindex = w.task->header_robots.noindex || w.task->page.meta_noindex;
+    w.meta.nofollow =
+        w.task->header_robots.nofollow || w.task->page.meta_nofollow;
+    if (w.meta.noindex) stats_->Count("noindex_pages");
+    w.meta.canonical = w.task->page.canonical;
+  }
+  // An exact duplicate of a body stored before (same bytes, any URL, any
+  // worker) is a revisit record; its links are still followed (issue 19:
+  // the relative links of a copy at another URL point elsewhere).
+  w.doc = w.task != nullptr ? &w.task->document : nullptr;
+  w.revisit =
+      w.doc != nullptr && w.doc->kind == DocumentVerdict::Kind::kDuplicate;
+  if (!w.revisit) {
+    if (w.doc != nullptr) {
+      w.meta.near_duplicate_of = w.doc->near_duplicate_of;
+      w.rec.record_id = w.doc->record_id;
+    }
+    w.rec.flags.noindex = w.meta.noindex;
+    w.rec.flags.near_duplicate_of = w.meta.near_duplicate_of;
   }
   if (!r.framing_note.empty()) {
     stats_->Count("framing_note");
     log_->Write(Level::kInfo, "framing_note",
-                {{"url", url}, {"note", r.framing_note}});
+                {{"url", w.url}, {"note", r.framing_note}});
   }
   if (r.error != fetcher::ErrorClass::kNone) {
     // A response arrived but the transfer was cut (cap, slow body): it is
@@ -76,30 +142,72 @@ Status Recorder::Write(const std::string& url, const fetcher::Response& r,
     const std::string cls(fetcher::ErrorClassName(r.error));
     stats_->Count(cls);
     log_->Write(Level::kWarn, "fetch_truncated",
-                {{"url", url}, {"class", cls}, {"error", r.error_message}});
+                {{"url", w.url}, {"class", cls}, {"error", r.error_message}});
   }
-  if (!parsed) return Status::Ok();
-  const int64_t wall = clock_->WallUs();
-  if (options_.write_metadata) {
+  if (w.parsed && options_.write_metadata) {
     // application/warc-fields, as Heritrix writes it; recovery reads the
     // outlinks back from it.
-    for (const parser::Link& link : task->page.links) {
-      meta.outlinks.push_back({link.url, link.nofollow});
+    for (const parser::Link& link : w.task->page.links) {
+      w.meta.outlinks.push_back({link.url, link.nofollow});
     }
-    for (const parser::Link& link : task->page.other_links) {
-      meta.outlinks.push_back({link.url, link.nofollow});
+    for (const parser::Link& link : w.task->page.other_links) {
+      w.meta.outlinks.push_back({link.url, link.nofollow});
     }
-    auto written =
-        warc_->WriteMetadata(url, response_id, wall, "application/warc-fields",
-                             store::PageMetadataBlock(meta));
-    if (!written.ok()) return written.status();
   }
-  if (options_.conversion_records && !original.has_value() &&
-      !task->page.text.empty()) {
-    auto conv = warc_->WriteConversion(url, response_id, wall, task->page.text);
-    if (!conv.ok()) return conv.status();
+  w.wall_us = clock_->WallUs();
+  w.write_metadata = w.parsed && options_.write_metadata;
+  w.write_conversion = w.parsed && options_.conversion_records && !w.revisit &&
+                       !w.task->page.text.empty();
+}
+
+// On a pool thread: touches only `w` and the writer.
+void Recorder::Execute(Write& w, store::WarcWriter* warc) {
+  std::string response_id;
+  if (w.revisit) {
+    const dedupe::DocumentClaim& o = w.doc->original;
+    auto written = warc->WriteRevisit(w.rec, o.record_id, o.target_uri,
+                                      o.time_us, w.doc->payload_digest);
+    if (!written.ok()) {
+      w.status = written.status();
+      return;
+    }
+    response_id = written->record_id;
+    w.response_written = true;
+  } else {
+    w.exchange = warc->WriteExchange(w.rec);
+    if (!w.exchange->ok()) {
+      w.status = w.exchange->status();
+      return;
+    }
+    response_id = (*w.exchange)->response.record_id;
+    w.response_written = true;
   }
-  return Status::Ok();
+  if (!w.parsed) return;
+  if (w.write_metadata) {
+    auto written = warc->WriteMetadata(w.url, response_id, w.wall_us,
+                                       "application/warc-fields",
+                                       store::PageMetadataBlock(w.meta));
+    if (!written.ok()) {
+      w.status = written.status();
+      return;
+    }
+  }
+  if (w.write_conversion) {
+    auto conv =
+        warc->WriteConversion(w.url, response_id, w.wall_us, w.task->page.text);
+    if (!conv.ok()) w.status = conv.status();
+  }
+}
+
+void Recorder::Complete(Write& w) {
+  if (w.status.code() == Status::Code::kIOError && disk_failed_.ok()) {
+    disk_failed_ = w.status;
+  }
+  if (w.doc != nullptr) {
+    documents_->Recorded(
+        *w.doc, w.revisit || !w.exchange.has_value() ? nullptr : &*w.exchange);
+  }
+  if (w.revisit && w.response_written) stats_->Count("revisits");
 }
 
 }  // namespace crawld::daemon

@@ -3,13 +3,24 @@
 // revisit of an exact duplicate of a body stored before), then, for a parsed
 // page, its metadata record (robots flags, near-duplicate, canonical,
 // outlinks: what recovery reads back) and, when configured, its conversion
-// record. Documents (daemon/documents.h) decides revisits and remembers each
-// new body.
+// record. Documents (daemon/documents.h) decided, off the loop, whether the
+// body is a revisit (PageTask::document); it hears how each write went.
+//
+// The writes run off the worker's loop (issue 19: gzip and SHA-1 of a
+// 10 MiB record held the loop for seconds), one fetch at a time and in the
+// order submitted: the store's writer is single-threaded, and a revisit is
+// decided only after every earlier body is remembered, exactly as if the
+// writes ran in line. Each fetch is decided on the loop (documents, stats),
+// written on a pool thread, and completed on the loop.
 #ifndef CRAWLD_DAEMON_RECORDER_H_
 #define CRAWLD_DAEMON_RECORDER_H_
 
+#include <deque>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "daemon/crawl_stats.h"
@@ -23,7 +34,8 @@
 
 namespace crawld::daemon {
 
-// On the worker's loop.
+// Used on the worker's loop; the store's writer is touched by one write at
+// a time, on a pool thread, and by the loop only through WhenIdle().
 class Recorder {
  public:
   struct Options {
@@ -33,30 +45,47 @@ class Recorder {
   // None owned; all must outlive the recorder.
   Recorder(const Options& options, store::WarcWriter* warc,
            Documents* documents, CrawlStats* stats, EventLog* log,
-           const Clock* clock)
-      : options_(options),
-        warc_(warc),
-        documents_(documents),
-        stats_(stats),
-        log_(log),
-        clock_(clock) {}
+           const Clock* clock, WorkPool* pool);
+  ~Recorder();
 
-  // Writes the records of one fetch of `url`. `digest`: the body's, when
-  // it is complete (duplicates are looked up by it); `task`: the page's
-  // parse, or null. Returns the store's first error; what came before it
-  // stays written, nothing after it is attempted.
-  [[nodiscard]] Status Write(const std::string& url,
-                             const fetcher::Response& response,
-                             const std::optional<dedupe::Digest128>& digest,
-                             const PageTask* task);
+  // Writes the records of one fetch of `url`, then calls `done` on the loop
+  // with the store's first error (what came before it stays written,
+  // nothing after it is attempted). `task`: the page's parse and dedupe
+  // verdict, or null (not a 2xx page). `response` and `task` must live until
+  // `done` runs. After a disk error (IOError) nothing more is written: later
+  // fetches are given the same error, so their pages go back to their queues.
+  void Submit(const std::string& url, const fetcher::Response& response,
+              const PageTask* task, std::function<void(Status)> done);
+
+  // Runs `then` on the loop at once when no write is in progress, else
+  // after the current one and before the next: the checkpoint reads the
+  // writer's position and syncs its files there.
+  void WhenIdle(std::function<void()> then);
+
+  // Fetches submitted and not yet done.
+  [[nodiscard]] size_t pending() const {
+    return queue_.size() + (busy_ ? 1 : 0);
+  }
 
  private:
+  struct Write;
+
+  void StartNext();
+  void Decide(Write& w);
+  static void Execute(Write& w, store::WarcWriter* warc);
+  void Complete(Write& w);
+
   Options options_;
   store::WarcWriter* warc_;
   Documents* documents_;
   CrawlStats* stats_;
   EventLog* log_;
   const Clock* clock_;
+  WorkPool* pool_;
+  std::deque<std::unique_ptr<Write>> queue_;
+  bool busy_ = false;
+  std::vector<std::function<void()>> idle_waiters_;
+  Status disk_failed_;  // the first IOError; then nothing more is written
 };
 
 }  // namespace crawld::daemon

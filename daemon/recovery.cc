@@ -208,6 +208,8 @@ uint64_t Recovery::ReplayWarcs(const std::string& from_file,
   std::optional<store::Record> pending;
   auto flush = [&](const store::PageMetadata* meta) {
     if (!pending.has_value()) return;
+    // Written, maybe not settled by a process killed right after.
+    if (parts_.documents != nullptr) parts_.documents->Replayed(*pending);
     std::optional<fetcher::Response> response;
     if (meta == nullptr && pending->type() == "response") {
       response = ResponseOf(*pending);

@@ -58,6 +58,7 @@ class Recovery {
     frontier::Frontier* frontier = nullptr;
     store::WarcWriter* warc = nullptr;
     CrawlPath* path = nullptr;
+    Documents* documents = nullptr;  // claims of replayed records settled
     HostTable* hosts = nullptr;
     conf::TrapGuard* traps = nullptr;
     Peers* peers = nullptr;

@@ -9,9 +9,11 @@
 #include <string_view>
 #include <utility>
 
+#include "base/time.h"
 #include "cluster/cluster.h"
 #include "http/http.h"
 #include "metrics/metrics.h"
+#include "store/store.h"
 #include "url/url.h"
 
 namespace crawld::daemon {
@@ -181,6 +183,10 @@ struct SupervisorAdmin::Impl {
   bool keeping_paused = false;  // a KeepPaused round is in flight
   int broadcasts = 0;           // pause/resume calls in flight
   uv_timer_t* keeper = nullptr;
+  // The node's document feed, read here rather than through a worker: the
+  // node's merge of its workers by feed ID, with its watermark, whether or
+  // not worker 0 is up (issue 14).
+  std::unique_ptr<store::FeedReader> feed;
 
   ~Impl() {
     if (keeper != nullptr) {
@@ -581,6 +587,70 @@ struct SupervisorAdmin::Impl {
         0, 0);
   }
 
+  // GET /api/docs?since=ID&limit=N (docs/API.md): the node's feed, read
+  // from <data>/index/feed on the loop (a page is at most 1000 lines of a
+  // local file, found by binary search: well under a millisecond of I/O
+  // from the page cache).
+  void Docs(const http::Request& q, http::Responder r) {
+    const std::string* since = q.QueryValue("since");
+    const std::string* limit_s = q.QueryValue("limit");
+    size_t limit = 100;
+    if (limit_s != nullptr) {
+      char* end = nullptr;
+      unsigned long v = strtoul(limit_s->c_str(), &end, 10);
+      if (limit_s->empty() || *end != '\0' || v == 0 || v > 1000) {
+        r.SendError(400, "limit must be 1 .. 1000");
+        return;
+      }
+      limit = v;
+    }
+    const std::string cursor = since == nullptr ? "" : *since;
+    if (feed == nullptr) {
+      auto reader = store::FeedReader::Open(options.data_dir + "/index/feed");
+      if (!reader.ok()) {
+        // No worker has written a feed yet: nothing, and a watermark that
+        // promises nothing beyond the cursor.
+        auto c = store::ParseFeedCursor(cursor);
+        if (!c.ok()) {
+          r.SendError(400, c.status().message());
+          return;
+        }
+        r.SendJson(200, {{"entries", Json::array()},
+                         {"next", cursor},
+                         {"watermark", std::to_string(*c)}});
+        return;
+      }
+      feed = std::move(reader).value();
+    }
+    auto page = feed->Read(cursor, limit);
+    if (!page.ok()) {
+      const bool bad = page.status().code() == Status::Code::kInvalidArgument;
+      r.SendError(bad ? 400 : 500, page.status().message());
+      return;
+    }
+    Json entries = Json::array();
+    for (const store::FeedEntry& e : page->entries) {
+      Json flags = {{"noindex", e.flags.noindex}, {"revisit", e.revisit}};
+      if (!e.flags.near_duplicate_of.empty()) {
+        flags["near_duplicate_of"] = e.flags.near_duplicate_of;
+      }
+      entries.push_back({{"id", std::to_string(e.id)},
+                         {"cursor", e.cursor},
+                         {"url", e.url},
+                         {"warc", e.warc_file},
+                         {"offset", e.offset},
+                         {"length", e.length},
+                         {"digest", e.digest},
+                         {"status", e.status},
+                         {"mime", e.mime},
+                         {"time", Iso8601Micros(e.fetch_time_us)},
+                         {"flags", std::move(flags)}});
+    }
+    r.SendJson(200, {{"entries", std::move(entries)},
+                     {"next", page->next_cursor},
+                     {"watermark", std::to_string(page->watermark)}});
+  }
+
   // Worker answers are JSON from our own processes, but read with limits
   // all the same; a big rule set makes /api/metrics the largest.
   static constexpr json::Limits kWorkerJson{64u << 20, 64};
@@ -651,7 +721,8 @@ Result<std::unique_ptr<SupervisorAdmin>> SupervisorAdmin::Start(
   route("POST", "/api/rules/test", to_first);
   route("GET", "/api/hosts/{host}",
         [self](const Request& q, Responder r) { self->Host(q, r); });
-  route("GET", "/api/docs", to_first);
+  route("GET", "/api/docs",
+        [self](const Request& q, Responder r) { self->Docs(q, r); });
 
   const std::string& a = options.admin.address;
   const std::string url =

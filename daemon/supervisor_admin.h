@@ -8,9 +8,10 @@
 //  - status and /metrics: from every worker, merged (sums; per-worker
 //    entries; a worker="<id>" label on each worker sample);
 //  - pause, resume, rules/reload: to every worker;
-//  - seeds, rules/test, docs: to worker 0 (the next running one if worker 0
-//    cannot be reached: any worker routes seeds through the exchange, and
-//    any worker's feed reader reads the shared feed);
+//  - seeds, rules/test: to worker 0 (the next running one if worker 0
+//    cannot be reached: any worker routes seeds through the exchange);
+//  - docs: the supervisor's own feed reader over <data>/index/feed, all
+//    local workers merged by feed ID, with the node's watermark;
 //  - hosts/{host}: to the host's owner on the ring;
 //  - stop: the supervisor's own stop callback (it stops every worker at a
 //    checkpoint).

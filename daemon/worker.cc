@@ -126,8 +126,22 @@ Status Worker::Impl::Init() {
   hosts_ = std::make_unique<HostTable>(HostOptions(config_), frontier_.get(),
                                        &stats_, &log_);
   hosts_->SetOverrides(overrides_.get());
+  switch (ClaimStoreOf(config_)) {
+    case ClaimStore::kNode: {
+      auto table = dedupe::ClaimTable::Open(ClaimOptions(config_));
+      if (!table.ok()) return table.status();
+      claims_ = std::move(table).value();
+      break;
+    }
+    case ClaimStore::kRedis:
+      claims_ = dedupe::NewRedisClaims(ClaimOptions(config_));
+      break;
+    case ClaimStore::kNone:
+      break;
+  }
   documents_ =
-      std::make_unique<Documents>(DocumentOptions(config_), &stats_, &log_);
+      std::make_unique<Documents>(DocumentOptions(config_), claims_.get(),
+                                  warc_.get(), pool_.get(), &stats_, &log_);
   drainer_ = options_.worker_id >= options_.workers;
   if (Status s = OpenPeers(wdir); !s.ok()) return s;
   BuildPath();
@@ -147,7 +161,6 @@ Status Worker::Impl::Init() {
     ap.canonicalizer = &canonicalizer_;
     ap.traps = &traps_;
     ap.fetch = fetch_.get();
-    ap.warc = warc_.get();
     ap.log = &log_;
     ap.clock = &clock_;
     // <data>/run/admin.url, or admin-<worker>.url with several workers.
@@ -385,6 +398,7 @@ void Worker::Impl::BuildPath() {
   rp.frontier = frontier_.get();
   rp.warc = warc_.get();
   rp.path = path_.get();
+  rp.documents = documents_.get();
   rp.hosts = hosts_.get();
   rp.traps = &traps_;
   rp.peers = peers_.get();
@@ -551,11 +565,17 @@ void Worker::Impl::StartTimers() {
         &checkpoint_timer_,
         [](uv_timer_t* t) {
           Impl* self = static_cast<Impl*>(t->data);
-          if (Status s = self->recovery_->Checkpoint("interval"); !s.ok()) {
-            self->stats_.Count("checkpoint_failed");
-            self->log_.Write(Level::kError, "checkpoint_failed",
-                             {{"error", s.ToString()}});
-          }
+          if (self->checkpoint_waiting_) return;
+          // Between two record writes: the writer's position is exact.
+          self->checkpoint_waiting_ = true;
+          self->path_->WhenStoreIdle([self] {
+            self->checkpoint_waiting_ = false;
+            if (Status s = self->recovery_->Checkpoint("interval"); !s.ok()) {
+              self->stats_.Count("checkpoint_failed");
+              self->log_.Write(Level::kError, "checkpoint_failed",
+                               {{"error", s.ToString()}});
+            }
+          });
         },
         every_ms, every_ms);
   }

@@ -223,12 +223,9 @@ void WorkerApi::ReadFeed(const Request& req, Responder r) {
     }
     limit = v;
   }
-  if (parts_.warc != nullptr) {
-    if (Status s = parts_.warc->Flush(); !s.ok()) {
-      r.SendError(500, s.message());
-      return;
-    }
-  }
+  // No flush: a reader sees every line the writer's write(2) put there;
+  // the writer belongs to the record writes (off the loop) and the
+  // checkpoint, which syncs it.
   if (feed_ == nullptr) {
     auto reader =
         store::FeedReader::Open(parts_.config->crawl.data_dir + "/index/feed");
@@ -250,6 +247,7 @@ void WorkerApi::ReadFeed(const Request& req, Responder r) {
       flags["near_duplicate_of"] = e.flags.near_duplicate_of;
     }
     entries.push_back({{"cursor", e.cursor},
+                       {"id", std::to_string(e.id)},
                        {"url", e.url},
                        {"warc", e.warc_file},
                        {"offset", e.offset},
@@ -260,8 +258,11 @@ void WorkerApi::ReadFeed(const Request& req, Responder r) {
                        {"time", Iso8601Micros(e.fetch_time_us)},
                        {"flags", std::move(flags)}});
   }
-  r.SendJson(200,
-             {{"entries", std::move(entries)}, {"next", page->next_cursor}});
+  // The watermark lets `crawlctl feed` merge this feed with other nodes'
+  // exactly (docs/STORE.md); a decimal string keeps JavaScript exact.
+  r.SendJson(200, {{"entries", std::move(entries)},
+                   {"next", page->next_cursor},
+                   {"watermark", std::to_string(page->watermark)}});
 }
 
 Json WorkerApi::StatusJson() {

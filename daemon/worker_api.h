@@ -61,7 +61,6 @@ class WorkerApi {
     const url::Canonicalizer* canonicalizer = nullptr;
     conf::TrapGuard* traps = nullptr;
     FetchPort* fetch = nullptr;
-    store::WarcWriter* warc = nullptr;  // flushed before the feed is read
     EventLog* log = nullptr;
     const Clock* clock = nullptr;
   };

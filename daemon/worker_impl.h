@@ -147,9 +147,11 @@ class Worker::Impl final : public WorkerControl {
   std::unique_ptr<UvWaker> waker_;
   std::unique_ptr<store::WarcWriter> warc_;
   std::unique_ptr<HostTable> hosts_;
+  std::unique_ptr<dedupe::DocumentClaims> claims_;  // null: dedupe off
   std::unique_ptr<Documents> documents_;
   std::unique_ptr<Peers> peers_;
   std::unique_ptr<CrawlPath> path_;
+  bool checkpoint_waiting_ = false;  // an interval checkpoint awaits the store
   std::unique_ptr<Recovery> recovery_;
   std::unique_ptr<WorkerApi> api_;
   metrics::Histogram* fetch_seconds_ = nullptr;

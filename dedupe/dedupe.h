@@ -23,6 +23,7 @@
 #ifndef CRAWLD_DEDUPE_DEDUPE_H_
 #define CRAWLD_DEDUPE_DEDUPE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -96,6 +97,35 @@ struct Options {
   // NearDupIndex: simhashes kept (count); the oldest is forgotten first.
   // Clamped to [1, 2^28]. About 8 + 20 x (max_distance + 1) bytes each.
   size_t near_dup_max_entries = 1 << 20;
+
+  // --- Document claims (ClaimTable, RedisClaims) ---
+
+  // ClaimTable: the table file (path); its directory is created when
+  // missing. Every process of one crawl on one machine opens the same one.
+  std::string claims_path;
+  // Digests a claim store holds (count). ClaimTable: sizes the file when
+  // it is created (an existing file keeps its size): about 51 bytes a
+  // digest (640-byte buckets of 14 slots, filled to at most 90%), so 2 M
+  // digests take about 102 MB.
+  // RedisClaims: a counter in Redis refuses claims beyond it. Clamped to
+  // [1024, 2^32].
+  uint64_t max_documents = 2'000'000;
+  // ClaimTable: bytes kept for the text of the claims, each its record id
+  // and URI (about 120 bytes with a 70-byte URI); claims stop when it is
+  // used up. Fixed when the file is created. Clamped to [64 KiB, 2^40].
+  uint64_t claim_text_bytes = uint64_t{256} << 20;
+  // RedisClaims: the server and the prefix of its keys ("<prefix>doc:<32
+  // hex digits>" per digest, "<prefix>doc-count").
+  std::string redis_host = "127.0.0.1";
+  int redis_port = 6379;
+  std::string redis_prefix = "crawld:default:";
+  // RedisClaims: connect and command timeout (milliseconds). Clamped to
+  // [1, 60'000].
+  int redis_timeout_ms = 250;
+  // RedisClaims: after a failure, calls answer kUnavailable at once for
+  // this long before Redis is tried again (milliseconds), so that a dead
+  // server costs each page nothing. Clamped to [0, 600'000].
+  int redis_retry_ms = 1000;
 };
 
 // URL-seen set: Bloom filter in front of an exact set of 64-bit fingerprints,
@@ -391,6 +421,189 @@ class DocumentTable {
   size_t size_ = 0;
   std::vector<Slot> slots_;  // a power of two long
 };
+
+// ---------------------------------------------------------------------------
+// Document claims: one full copy of each body in the whole crawl
+// ---------------------------------------------------------------------------
+//
+// Exact-duplicate dedupe across workers, nodes and restarts (docs/STORE.md,
+// "Document dedupe"). Before a body is written, the worker claims its
+// digest (DocumentDigest128). The first claim of a digest names the record
+// that will hold the body in full: a WARC-Record-ID made before the write,
+// the URI and the fetch time. Every later fetch of the same bytes finds
+// that claim and is written as a revisit of it; the claim holds everything
+// the revisit's WARC-Refers-To* fields need, so nobody reads another
+// worker's WARC. After its write the claimant settles the claim: stored,
+// or released when nothing was written.
+//
+// A claim is pending from Claim() until Settle(stored). A pending claim of
+// the same URI is the trace of a fetch whose record was never written (its
+// worker died, or the disk failed, in between): that URI's next fetch
+// stores the body in full under the claimed record id, so the revisits
+// made meanwhile point at the right record. A stored claim is the target of
+// every later fetch of the body, the same URI's included.
+
+// What a revisit needs to refer to the full copy of a body.
+struct DocumentClaim {
+  // WARC-Record-ID of the response record with the body ("<urn:...>").
+  std::string record_id;
+  // Its WARC-Target-URI.
+  std::string target_uri;
+  // Its fetch time (epoch microseconds): WARC-Date, and the revisit's
+  // WARC-Refers-To-Date.
+  int64_t time_us = 0;
+  // The claimant said the record is written (Settle with stored = true).
+  bool stored = false;
+};
+
+enum class ClaimOutcome : uint8_t {
+  kClaimed,      // the digest was free; the caller stores the body in full
+                 // under its proposed record id, then settles
+  kOwn,          // a pending claim of the same URI: the caller stores the
+                 // body in full under claim.record_id, then settles
+  kDuplicate,    // another record holds the body: write a revisit of claim
+  kFull,         // the store's bound is reached: nothing claimed
+  kUnavailable,  // the store failed or timed out: nothing claimed
+};
+
+struct ClaimResult {
+  ClaimOutcome outcome = ClaimOutcome::kUnavailable;
+  // kOwn and kDuplicate: the claim found (kOwn: with the new time_us).
+  DocumentClaim claim;
+  // kUnavailable: why, for the log.
+  std::string error;
+};
+
+// The crawl-wide claim store. Thread-safe. Every call may block (a lock
+// shared with other processes, disk, the network): never call it from an
+// event loop.
+class DocumentClaims {
+ public:
+  virtual ~DocumentClaims() = default;
+
+  // Claims `digest` for `proposal` unless it is claimed already (see
+  // ClaimOutcome). REQUIRES: proposal.record_id is 1 to 255 bytes without
+  // spaces, proposal.target_uri is not empty (else kUnavailable).
+  [[nodiscard]] virtual ClaimResult Claim(const Digest128& digest,
+                                          const DocumentClaim& proposal) = 0;
+
+  // Settles the claim of `digest` made for `record_id` (kClaimed or kOwn):
+  // stored = true marks it written; false releases it (nothing was
+  // written, the next fetch of the body claims it again). A claim that is
+  // not (or no longer) record_id's is left alone; OK all the same.
+  // Errors: the store failed (the claim stays pending).
+  [[nodiscard]] virtual Status Settle(const Digest128& digest,
+                                      std::string_view record_id,
+                                      bool stored) = 0;
+
+  // Digests held (count; ClaimTable: approximate after a process died
+  // inside a claim) and the bound they are held to.
+  [[nodiscard]] virtual uint64_t size() const = 0;
+  [[nodiscard]] virtual uint64_t capacity() const = 0;
+};
+
+// The claim store of one machine: a file mapped by every process of the
+// crawl there (Options::claims_path), so all the workers of a node see one
+// table, synchronously, with no server.
+//
+// Layout (dedupe/claim_table.cc, docs/STORE.md): a header, an array of
+// buckets, and a text area. A bucket is a robust process-shared mutex, a
+// tag byte per slot, and 14 slots of 40 bytes (digest, fetch time, where
+// its text is, a checksum). A digest may live in either of two buckets
+// (two independent hashes, the less full one gets it), so the table fills
+// to about 90% before a digest finds both full. The text (record id and
+// URI) is appended to the text area and never moved.
+//
+// Durability: the file is MAP_SHARED, so a claim is in the page cache when
+// Claim returns and survives the death of any process (kill -9); the kernel
+// writes it back within its dirty expiry (about 30 s), so a machine crash
+// may lose the last claims: those bodies are then stored in full once
+// more, never lost. A process killed inside a claim leaves its buckets'
+// mutexes to the next locker (EOWNERDEAD), which drops any slot whose
+// checksum does not match and rebuilds the bucket's tags. After a reboot
+// the first opener re-initializes every mutex and checks every slot.
+//
+// Bounds: the file's size is fixed when it is created (from max_documents
+// and claim_text_bytes; sparse until used). When both buckets of a digest
+// are full or the text area is used up, Claim answers kFull. Text of a
+// released claim, or of a claim whose process died mid-way, is not reused.
+class ClaimTable final : public DocumentClaims {
+ public:
+  // Opens options.claims_path, creating it when missing. Fails with
+  // InvalidArgument for an empty path, IOError when the file cannot be
+  // created, sized or mapped, Corruption for a file that is not a claim
+  // table of this version. An existing table keeps its size whatever the
+  // options say (size_from_file() then tells).
+  [[nodiscard]] static Result<std::unique_ptr<ClaimTable>> Open(
+      const Options& options);
+  ~ClaimTable() override;
+  ClaimTable(const ClaimTable&) = delete;
+  ClaimTable& operator=(const ClaimTable&) = delete;
+
+  [[nodiscard]] ClaimResult Claim(const Digest128& digest,
+                                  const DocumentClaim& proposal) override;
+  [[nodiscard]] Status Settle(const Digest128& digest,
+                              std::string_view record_id, bool stored) override;
+  [[nodiscard]] uint64_t size() const override;
+  [[nodiscard]] uint64_t capacity() const override;
+
+  // Bytes of the text area used and available.
+  [[nodiscard]] uint64_t text_used() const;
+  [[nodiscard]] uint64_t text_capacity() const;
+  // The file's size (bytes) and whether it differs from what the options
+  // asked (an existing table was opened).
+  [[nodiscard]] uint64_t file_bytes() const { return size_; }
+  [[nodiscard]] bool size_from_file() const { return size_from_file_; }
+  // Buckets this handle repaired after a process died inside them, and
+  // slots it dropped for a bad checksum (counts).
+  [[nodiscard]] uint64_t repaired_buckets() const;
+  [[nodiscard]] uint64_t dropped_slots() const;
+
+  // Test hook: locks the buckets of `digest`, starts writing a slot for it
+  // and returns without unlocking, as a process killed there would leave
+  // it; the caller then dies (kill -9 itself). `stage` 0: nothing written;
+  // 1: a slot committed with a checksum that does not match (what a torn
+  // write-back after a machine crash leaves); 2: fields and checksum but
+  // not the state; 3: committed but its tag not set. The slot's text is
+  // the record id "<urn:test:abandoned>" and URI "http://abandoned.test/".
+  void TEST_AbandonClaim(const Digest128& digest, int stage);
+
+ private:
+  struct Header;
+  struct Slot;
+  struct Bucket;
+  class Locked;
+  ClaimTable(void* base, uint64_t size, int fd, bool size_from_file);
+  Bucket& BucketAt(uint64_t i) const;
+  void BucketsOf(const Digest128& digest, uint64_t* a, uint64_t* b) const;
+  // Repairs `b` after its locker died: drops slots with a bad checksum,
+  // rebuilds tags and the used count.
+  void Repair(Bucket& b);
+  bool ReadText(const Slot& s, std::string* record_id, std::string* uri) const;
+  bool SlotValid(const Slot& s) const;
+
+  void* base_;
+  uint64_t size_;
+  int fd_;
+  bool size_from_file_;
+  std::atomic<uint64_t> repaired_{0};
+  std::atomic<uint64_t> dropped_{0};
+};
+
+// The claim store of a crawl on several machines: one key per digest in
+// the crawl's Redis, claimed with one Lua script call (GET, else SET and
+// INCR of a counter under max_documents), settled with another. Each call
+// uses a blocking hiredis connection of its own thread (a small pool),
+// with Options::redis_timeout_ms on connect and on every reply. When Redis
+// fails, calls answer kUnavailable (Settle: an error) without trying again
+// for redis_retry_ms; the caller stores the body in full. Claims live as
+// long as Redis keeps them (its persistence settings decide what a Redis
+// restart keeps).
+// Value of a claim key: "<P|S> <time_us> <record_id> <uri>".
+//
+// Nothing connects before the first call.
+[[nodiscard]] std::unique_ptr<DocumentClaims> NewRedisClaims(
+    const Options& options);
 
 }  // namespace crawld::dedupe
 

@@ -55,6 +55,8 @@
 
 namespace crawld::store {
 
+class FeedClock;  // below, with the document feed
+
 // The file operations the WARC, index and feed writers perform, so that a
 // test can make them fail (LevelDB's Env and its ErrorEnv are the model):
 // a disk that fills up part-way through a record, a read-only directory.
@@ -128,6 +130,9 @@ struct Options {
   // Start a new feed segment once the current one reaches this size (bytes).
   // Clamped to >= 4096.
   uint64_t feed_segment_bytes = 64ull << 20;
+  // cluster.node_id: goes into the feed IDs with worker_id. 0..1023, else
+  // Open fails with InvalidArgument (when the feed is written).
+  int node_id = 0;
   // WriteConversion() writes `conversion` records only when this is true
   // (the extracted text roughly doubles the text share of the archive).
   bool conversion_records = false;
@@ -137,6 +142,8 @@ struct Options {
   // File operations of the WARC, CDXJ and feed writers; nullptr =
   // Env::Default(). Not owned; must outlive the writer.
   Env* env = nullptr;
+  // Clocks of the feed IDs; nullptr = FeedClock::Default(). Not owned.
+  const FeedClock* feed_clock = nullptr;
 };
 
 // Index facts the writer cannot see in the bytes it stores. They go into
@@ -155,6 +162,9 @@ struct RecordRef {
   uint64_t offset = 0;
   uint64_t length = 0;
   std::string record_id;  // "<urn:uuid:...>", as in WARC-Record-ID
+  // The feed ID of a response or revisit record (also its Crawld-Feed-ID
+  // field); 0 for other records and when no feed is written.
+  uint64_t feed_id = 0;
 };
 
 // One HTTP exchange as the fetcher saw it. The writer does not take
@@ -183,6 +193,12 @@ struct FetchRecord {
   // written with "unspecified" when this is empty: a cut body never goes
   // out as complete.
   std::string truncated;
+  // WriteExchange: the WARC-Record-ID of the response record, chosen before
+  // the write (a document claim names it, dedupe.h); "" = a new one. A
+  // record id ("<scheme:...>", no whitespace) or InvalidArgument. Ids must
+  // be unique in a crawl: the caller passes one no written record has
+  // (WarcWriter::NewRecordId makes such ids). Ignored by WriteRevisit.
+  std::string record_id;
 
   // For the CDXJ index and the feed only (the WARC keeps the raw head).
   // MIME type without parameters; "" = taken from the Content-Type of
@@ -345,6 +361,11 @@ class WarcWriter {
   // fsync (if fsync_on_rotate) and close; later writes fail with
   // FailedPrecondition. Idempotent; IOError if fsync or close fails.
   [[nodiscard]] Status Close();
+
+  // A fresh WARC-Record-ID, "<urn:uuid:...>" (RFC 4122 version 4), the
+  // kind the writer gives its own records, for a caller that must name a
+  // record before writing it (FetchRecord::record_id).
+  [[nodiscard]] std::string NewRecordId();
 
   // Basename of the file the last record went to (or, before any record,
   // the file holding the first warcinfo). Rotation happens lazily at the
@@ -600,9 +621,63 @@ struct CdxjEntry {
 // ---------------------------------------------------------------------------
 // Document feed
 // ---------------------------------------------------------------------------
+//
+// One ordered feed for a whole crawl (issue 14): every entry carries a
+// 64-bit feed ID, unique across workers, nodes and restarts and
+// time-ordered, and readers return entries in ID order, never an ID lower
+// than one already returned, so a consumer resumes from one number.
+// Layout, the ID's bits and the proof sketch of the order: docs/STORE.md,
+// "Document feed".
+
+// The clocks and boot identity the feed's IDs come from. A feed ID's time
+// is the writer's wall clock when it opened, advanced by the monotonic
+// clock: it never goes back while the writer runs, whatever the wall clock
+// does. Readers use the monotonic clock to know how far an idle writer has
+// come. Tests inject their own; implementations must be safe from any
+// thread.
+class FeedClock {
+ public:
+  virtual ~FeedClock() = default;
+  // Milliseconds since the Unix epoch (CLOCK_REALTIME); may step back.
+  [[nodiscard]] virtual int64_t WallMs() const = 0;
+  // Milliseconds of a clock that never goes back and that every process on
+  // this machine shares (CLOCK_MONOTONIC); restarts at each boot.
+  [[nodiscard]] virtual int64_t MonoMs() const = 0;
+  // This boot of this machine (/proc/sys/kernel/random/boot_id): MonoMs()
+  // values are comparable only under one boot id. At most 39 bytes.
+  [[nodiscard]] virtual std::string BootId() const = 0;
+
+  // The system clocks. Never destroyed; safe from any thread.
+  static const FeedClock* Default();
+};
+
+// Feed IDs: bit 63 is 0; then 41 bits of milliseconds since
+// 2024-01-01T00:00:00Z (until 2093), 10 bits of node id, 8 bits of worker
+// id (the global worker id modulo 256: a node's writers have consecutive
+// ids), 4 bits of sequence within the millisecond (a writer that writes
+// more than 16 entries in a millisecond borrows the next one).
+inline constexpr int64_t kFeedEpochMs = 1704067200000;  // 2024-01-01
+inline constexpr int kFeedSeqBits = 4;
+inline constexpr int kFeedWorkerBits = 8;
+inline constexpr int kFeedNodeBits = 10;
+inline constexpr int kFeedTimeShift =
+    kFeedSeqBits + kFeedWorkerBits + kFeedNodeBits;
+
+// The parts of a feed ID (no validity check: every uint64_t below 2^63
+// decomposes).
+struct FeedIdParts {
+  int64_t unix_ms = 0;  // milliseconds since the Unix epoch
+  int node = 0;
+  int worker = 0;  // global worker id modulo 256
+  int sequence = 0;
+};
+[[nodiscard]] FeedIdParts SplitFeedId(uint64_t id);
 
 // One stored record, as an indexer needs it to fetch and process it.
 struct FeedEntry {
+  // The feed ID. FeedWriter::Append assigns one when this is 0 (or uses
+  // the one BeginEntry() returned); FeedReader always sets it.
+  uint64_t id = 0;
   std::string url;
   std::string warc_file;  // WARC basename
   uint64_t offset = 0;    // gzip member of the record in warc_file
@@ -613,8 +688,9 @@ struct FeedEntry {
   int64_t fetch_time_us = 0;
   bool revisit = false;  // a revisit record (digest names the original)
   IndexFlags flags;
-  // Set by FeedReader: the cursor just after this entry (what a consumer
-  // stores once it has processed the entry). Ignored by FeedWriter.
+  // Set by FeedReader: the cursor just after this entry, the decimal id
+  // (what a consumer stores once it has processed the entry). Ignored by
+  // FeedWriter.
   std::string cursor;
 };
 
@@ -622,35 +698,66 @@ struct FeedOptions {
   // Feed directory (normally <data>/index/feed); created if missing.
   std::string dir;
   // Segments are feed-<worker 5 digits>-<segment 8 digits>.jsonl; each
-  // worker appends only to its own. Clamped to 0..99999.
+  // worker appends only to its own. The global worker id, 0..99999; its
+  // value modulo 256 goes into the IDs (Open refuses a second live writer
+  // of the directory with the same value).
   int worker_id = 0;
+  // cluster.node_id, 0..1023 (InvalidArgument otherwise).
+  int node_id = 0;
   // New segment once the current one reaches this size (bytes); >= 4096.
   uint64_t segment_bytes = 64ull << 20;
   // fsync a segment when leaving it and at Close(); Flush() fdatasyncs.
   bool fsync = true;
   // File operations for writing; nullptr = Env::Default(). Not owned.
   Env* env = nullptr;
+  // Clocks for the IDs; nullptr = FeedClock::Default(). Not owned; must
+  // outlive the writer.
+  const FeedClock* clock = nullptr;
 };
 
-// Appends entries to one worker's feed. Owned by one loop; not
-// thread-safe. A second writer for the same dir and worker is refused
-// (flock), so two processes never interleave lines.
+// Appends entries to one worker's feed and hands out its feed IDs. Owned
+// by one loop; not thread-safe. A second writer for the same dir and worker
+// is refused (an OFD lock on its mark file, feed-<worker>.mark), so two
+// processes never interleave lines.
+//
+// The mark file is shared memory (mmap) that readers on this machine read
+// without a system call from the writer: the last ID handed out, whether a
+// record holding it may still be on its way into the feed ("busy"), and
+// the clock anchor. It survives kill -9 (the page cache keeps it), so a
+// restarted writer never hands out an ID again, even one that reached only
+// the WARC.
 class FeedWriter {
  public:
   // Creates the dir, takes the worker's lock, reopens the worker's newest
   // segment and cuts a half-written last line (a crash mid-append), so a
-  // restarted worker continues the same feed. InvalidArgument for an
-  // empty dir, FailedPrecondition when another writer holds the lock,
-  // IOError on file errors.
+  // restarted worker continues the same feed. Its IDs start above every ID
+  // any writer of this dir handed out and above what any reader could have
+  // assumed of them. InvalidArgument for an empty dir or a node id out of
+  // range, FailedPrecondition when another writer holds the lock (or a
+  // live writer of the dir has the same worker id modulo 256), IOError on
+  // file errors.
   [[nodiscard]] static Result<std::unique_ptr<FeedWriter>> Open(
       const FeedOptions& options);
   ~FeedWriter();
   FeedWriter(const FeedWriter&) = delete;
   FeedWriter& operator=(const FeedWriter&) = delete;
 
-  // Appends one line. On a write failure the segment is cut back, so it
-  // ends at a complete line, and IOError is returned. FailedPrecondition
-  // after Close().
+  // Hands out the ID of a record about to be written and marks the writer
+  // busy: readers return nothing at or above this ID until Append() or
+  // AbortEntry() ends the entry. The ID is greater than every ID this
+  // worker's writers handed out before. FailedPrecondition after Close()
+  // or while an entry is open; ResourceExhausted past the year 2093.
+  [[nodiscard]] Result<uint64_t> BeginEntry();
+  // Ends the open entry without a line (its record was not written); its
+  // ID is never used again. No-op when no entry is open.
+  void AbortEntry();
+
+  // Appends one line and ends the open entry; entry.id must be the ID
+  // BeginEntry() returned, or 0 when no entry is open (one is then begun
+  // here). On a write failure the segment is cut back, so it ends at a
+  // complete line, the entry is ended all the same, and IOError is
+  // returned. FailedPrecondition after Close(); InvalidArgument for an id
+  // that is not the open entry's.
   [[nodiscard]] Status Append(const FeedEntry& entry);
   // fdatasync the current segment (when options.fsync).
   [[nodiscard]] Status Flush();
@@ -664,36 +771,56 @@ class FeedWriter {
 };
 
 struct FeedPage {
-  // In fetch-time order across workers (file order within one worker).
+  // In ascending ID order, across all workers.
   std::vector<FeedEntry> entries;
   // Pass back to Read() for the entries after these; equals the input
   // cursor when there was nothing new.
   std::string next_cursor;
+  // Every entry with an ID in (cursor, watermark] is in `entries`, and no
+  // entry with such an ID will ever be written later. At least the input
+  // cursor's ID. This is what lets several feeds (nodes) be merged
+  // exactly: MergeFeedPages().
+  uint64_t watermark = 0;
 };
 
 // Reads the feed of all workers in a feed dir. Stateless between calls:
 // several consumers may read at once, also while writers append.
 //
-// The cursor contract: a cursor is an opaque printable string; "" is the
-// start of the feed. Read(c, n) returns up to n entries that come strictly
-// after c, and each returned entry's `cursor` (the last one being
-// next_cursor) marks the position just after it. A consumer that stores
-// the cursor of the last entry it processed and restarts from it sees
-// every entry exactly once, across crawld restarts and segment rotation.
-// A line still being written is never returned.
+// The cursor contract: a cursor is the decimal ID of the last entry the
+// consumer processed; "" (or "0") is the start of the feed. Read(c, n)
+// returns up to n entries with IDs greater than c, in ascending ID order,
+// and each returned entry's `cursor` (the last one being next_cursor) is
+// its ID. Read never returns an entry whose ID is lower than one it has
+// returned for an earlier cursor: an entry is returned only once every
+// writer that could still write a lower ID is past it (the watermark). A
+// consumer that stores the cursor of the last entry it processed and
+// restarts from it sees every entry exactly once, across crawld restarts,
+// worker crashes and segment rotation. A line still being written is
+// never returned.
+//
+// Writers are judged through their mark files: a live writer (its lock
+// held) holds the feed only while it writes a record; an idle one, or one
+// that is gone (lock free), never holds it, because any writer that starts
+// later in this dir takes IDs above what a reader assumed. This needs the
+// reader on the writers' machine (same boot id); a dir read from another
+// machine is read exactly too, but an idle writer there holds the feed at
+// its last ID.
 class FeedReader {
  public:
-  // IOError when `dir` is not a readable directory.
+  // IOError when `dir` is not a readable directory. `clock` nullptr =
+  // FeedClock::Default(); not owned, must outlive the reader.
   [[nodiscard]] static Result<std::unique_ptr<FeedReader>> Open(
-      const std::string& dir);
+      const std::string& dir, const FeedClock* clock = nullptr);
   ~FeedReader();
   FeedReader(const FeedReader&) = delete;
   FeedReader& operator=(const FeedReader&) = delete;
 
-  // InvalidArgument for a malformed cursor or one naming a position that
-  // is not a line boundary in an existing segment; Corruption (naming file
-  // and offset) for a complete line that does not parse; IOError on read
-  // failure. limit == 0 returns no entries and the same cursor.
+  // InvalidArgument for a malformed cursor (not a decimal ID below 2^63;
+  // the "<worker>:<segment>:<offset>" cursors of crawld before feed IDs
+  // are refused with a message saying so); Corruption (naming file and
+  // offset) for a complete line that does not parse, has no id, or breaks
+  // the ID order of its worker; IOError on read failure. limit == 0
+  // returns no entries and the same cursor; limit is capped at 100000.
   [[nodiscard]] Result<FeedPage> Read(std::string_view cursor, size_t limit);
 
  private:
@@ -701,6 +828,23 @@ class FeedReader {
   explicit FeedReader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Parses a feed cursor: "" -> 0, else a decimal ID below 2^63.
+// InvalidArgument otherwise (with a hint for the old per-worker cursors).
+[[nodiscard]] Result<uint64_t> ParseFeedCursor(std::string_view cursor);
+
+// The merge of the pages that several feeds (the nodes of a crawl) gave
+// for one cursor: the entries with IDs up to the lowest of the pages'
+// watermarks, in ID order, at most `limit` of them. `order` names them as
+// (page index, entry index); `watermark` is the merged page's (the last
+// entry's ID when `limit` cut it short). IDs equal across pages (which
+// unique IDs never are) come once, from the first page.
+struct FeedMerge {
+  std::vector<std::pair<size_t, size_t>> order;
+  uint64_t watermark = 0;
+};
+[[nodiscard]] FeedMerge MergeFeedPages(const std::vector<FeedPage>& pages,
+                                       size_t limit);
 
 }  // namespace crawld::store
 

@@ -152,6 +152,44 @@ class RecordBuffer {
   std::string buf_ = std::string(kHeadroom, '\0');
 };
 
+// The feed entry of one response or revisit: its ID is taken before the
+// record is written (the record carries it), and the entry is ended on
+// every way out, so a record given up never holds the feed.
+class FeedEntryGuard {
+ public:
+  explicit FeedEntryGuard(FeedWriter* feed) : feed_(feed) {}
+  ~FeedEntryGuard() {
+    if (open_) feed_->AbortEntry();
+  }
+  FeedEntryGuard(const FeedEntryGuard&) = delete;
+  FeedEntryGuard& operator=(const FeedEntryGuard&) = delete;
+
+  // Takes the ID; a no-op without a feed.
+  Status Begin() {
+    if (feed_ == nullptr) return Status::Ok();
+    auto id = feed_->BeginEntry();
+    if (!id.ok()) return id.status();
+    id_ = *id;
+    open_ = true;
+    return Status::Ok();
+  }
+  // 0 without a feed.
+  uint64_t id() const { return id_; }
+  // FeedWriter::Append took over the entry.
+  void Done() { open_ = false; }
+
+ private:
+  FeedWriter* feed_;  // not owned; may be null
+  uint64_t id_ = 0;
+  bool open_ = false;
+};
+
+// Crawld-Feed-ID: the record's feed ID (docs/STORE.md). Not a WARC- name:
+// WARC 1.1 section 4 leaves other names to extensions.
+void AddFeedId(std::string* header, uint64_t id) {
+  if (id != 0) AddField(header, "Crawld-Feed-ID", std::to_string(id));
+}
+
 }  // namespace
 
 Env* Env::Default() {
@@ -200,6 +238,8 @@ class WarcWriter::Impl {
         FeedOptions fo;
         fo.dir = opt_.index_dir + "/feed";
         fo.worker_id = opt_.worker_id;
+        fo.node_id = opt_.node_id;
+        fo.clock = opt_.feed_clock;
         fo.segment_bytes = opt_.feed_segment_bytes;
         fo.fsync = opt_.fsync_on_flush;
         fo.env = env_;
@@ -211,12 +251,19 @@ class WarcWriter::Impl {
     return OpenNextFile();
   }
 
+  // For callers that name a record before writing it.
+  std::string FreshRecordId() { return NewRecordId(); }
+
   Result<WrittenExchange> WriteExchange(const FetchRecord& r) {
     if (Status s = CheckWritable(); !s.ok()) return s;
     if (r.target_uri.empty())
       return Status::InvalidArgument("store: empty target_uri");
-    if (!SafeValue(r.target_uri) || !SafeValue(r.ip) || !SafeValue(r.truncated))
+    if (!SafeValue(r.target_uri) || !SafeValue(r.ip) ||
+        !SafeValue(r.truncated) || !SafeValue(r.record_id))
       return Status::InvalidArgument("store: CR/LF/NUL in a header value");
+    if (!r.record_id.empty() && !IsRecordId(r.record_id))
+      return Status::InvalidArgument("store: '" + r.record_id +
+                                     "' is not a WARC-Record-ID");
     // A response record holds an HTTP message (issue 19): refuse a head
     // that is not one, or whose framing is invalid, rather than archive a
     // record that misdescribes what arrived.
@@ -237,7 +284,12 @@ class WarcWriter::Impl {
       truncated = "unspecified";
     if (Status s = MaybeRotate(); !s.ok()) return s;
 
-    const std::string response_id = NewRecordId();
+    // The feed ID first: it goes into the record, and readers hold the
+    // feed below it until the feed line is written or the record given up.
+    FeedEntryGuard feed_entry(feed_.get());
+    if (Status s = feed_entry.Begin(); !s.ok()) return s;
+    const std::string response_id =
+        r.record_id.empty() ? NewRecordId() : r.record_id;
     const std::string request_id = NewRecordId();
     const std::string date = Iso8601Micros(r.fetch_time_us);
 
@@ -265,6 +317,7 @@ class WarcWriter::Impl {
     AddField(&header, "WARC-Block-Digest", block_digest);
     AddField(&header, "WARC-Payload-Digest", payload_digest);
     if (!truncated.empty()) AddField(&header, "WARC-Truncated", truncated);
+    AddFeedId(&header, feed_entry.id());
     AddField(&header, "Content-Type", "application/http;msgtype=response");
     AddField(&header, "Content-Length", std::to_string(record_.size()));
     header.append("\r\n");
@@ -274,12 +327,14 @@ class WarcWriter::Impl {
     auto response = WriteMember(header, response_id);
     if (!response.ok()) return Rollback(start, response.status());
     out.response = std::move(response.value());
+    out.response.feed_id = feed_entry.id();
     auto request = WriteRequest(r, request_id, response_id, date);
     if (!request.ok()) return Rollback(start, request.status());
     out.request = std::move(request.value());
     // Both records are complete in the file: only now may the index and
     // the feed name them.
-    if (Status s = Index(r, out.response, payload_digest, false); !s.ok())
+    if (Status s = Index(r, out.response, payload_digest, false, &feed_entry);
+        !s.ok())
       return Rollback(start, s);
     out.payload_digest = std::move(payload_digest);
     ++records_in_file_;
@@ -320,6 +375,8 @@ class WarcWriter::Impl {
       return Status::ResourceExhausted("store: revisit head too large");
     if (Status s = MaybeRotate(); !s.ok()) return s;
 
+    FeedEntryGuard feed_entry(feed_.get());
+    if (Status s = feed_entry.Begin(); !s.ok()) return s;
     const std::string id = NewRecordId();
     const std::string request_id =
         r.request_head.empty() ? std::string() : NewRecordId();
@@ -343,6 +400,7 @@ class WarcWriter::Impl {
     // 6.7.2: "A WARC-Truncated header with reason 'length' shall be used
     // for any identical-digest truncation." A 304 has no body to cut.
     if (identical) AddField(&header, "WARC-Truncated", "length");
+    AddFeedId(&header, feed_entry.id());
     AddField(&header, "Content-Type", "application/http;msgtype=response");
     AddField(&header, "Content-Length", std::to_string(record_.size()));
     header.append("\r\n");
@@ -351,12 +409,14 @@ class WarcWriter::Impl {
     auto ref = WriteMember(header, id);
     if (!ref.ok()) return Rollback(start, ref.status());
     out.revisit = std::move(ref).value();
+    out.revisit.feed_id = feed_entry.id();
     if (!request_id.empty()) {
       auto request = WriteRequest(r, request_id, id, date);
       if (!request.ok()) return Rollback(start, request.status());
       out.request = std::move(request).value();
     }
-    if (Status s = Index(r, out.revisit, o.payload_digest, true); !s.ok())
+    if (Status s = Index(r, out.revisit, o.payload_digest, true, &feed_entry);
+        !s.ok())
       return Rollback(start, s);
     ++records_in_file_;
     return out;
@@ -490,7 +550,8 @@ class WarcWriter::Impl {
   // revisit whose record `ref` is complete in the WARC. On failure neither
   // is kept (the index is cut back) and the caller rolls the WARC back.
   Status Index(const FetchRecord& r, const RecordRef& ref,
-               const std::string& payload_digest, bool revisit) {
+               const std::string& payload_digest, bool revisit,
+               FeedEntryGuard* feed_entry) {
     if (index_fd_ < 0 && feed_ == nullptr) return Status::Ok();
     const int status = r.status >= 0
                            ? r.status
@@ -534,6 +595,8 @@ class WarcWriter::Impl {
       fe.fetch_time_us = r.fetch_time_us;
       fe.revisit = revisit;
       fe.flags = r.flags;
+      fe.id = feed_entry->id();
+      feed_entry->Done();  // Append ends the entry, whatever it returns
       if (Status s = feed_->Append(fe); !s.ok())
         return CutIndex(index_start, s);
     }
@@ -851,8 +914,8 @@ PageMetadata ParsePageMetadataBlock(std::string_view block) {
       const size_t sp = value.find(' ');
       PageMetadata::Outlink link;
       link.url = std::string(value.substr(0, sp));
-      link.nofollow = sp != std::string_view::npos &&
-                      value.substr(sp + 1) == "nofollow";
+      link.nofollow =
+          sp != std::string_view::npos && value.substr(sp + 1) == "nofollow";
       page.outlinks.push_back(std::move(link));
     }
   }
@@ -909,6 +972,7 @@ Result<std::optional<RecordRef>> WarcWriter::WriteConversion(
 
 Status WarcWriter::Flush() { return impl_->Flush(); }
 Status WarcWriter::Close() { return impl_->Close(); }
+std::string WarcWriter::NewRecordId() { return impl_->FreshRecordId(); }
 std::string WarcWriter::current_file() const { return impl_->file(); }
 uint64_t WarcWriter::current_offset() const { return impl_->offset(); }
 std::string WarcWriter::current_index_path() const {

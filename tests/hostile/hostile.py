@@ -295,16 +295,16 @@ def lazy_page(build: Callable[[], bytes],
               ctype: str = "text/html; charset=utf-8",
               extra: tuple[str, ...] = ()) -> Handler:
     """page() of a body built off the loop (a gzip bomb takes seconds of
-    CRC work), started by the first request to its host (robots.txt comes
-    first). A request that comes before the body is ready waits, watching
+    CRC work), before the server announces its port (warm_up). A request that comes before the body is ready waits, watching
     for the client to leave, so the log never shows an exchange the client
     has given up as in progress."""
     state: dict[str, object] = {}
 
-    def start() -> None:
+    def start() -> asyncio.Future:
         if "future" not in state:
             state["future"] = asyncio.get_running_loop().run_in_executor(
                 None, build)
+        return state["future"]  # type: ignore[return-value]
 
     async def h(ex: Exchange) -> None:
         start()
@@ -1108,9 +1108,6 @@ class Server:
             await ex.respond(400 if ex.method != "GET" else 404,
                              b"no such host or method\n", "text/plain")
             return
-        for h in [site.robots, *site.routes.values()]:
-            if hasattr(h, "warm_up"):
-                h.warm_up()
         if ex.path == "/robots.txt":
             await site.robots(ex)
             return
@@ -1206,6 +1203,14 @@ async def serve(args: argparse.Namespace) -> int:
     for g, seeds in groups.items():
         with open(os.path.join(out, f"seeds-{g}.txt"), "w") as f:
             f.write("".join(u + "\n" for u in seeds))
+    # Every big body is built before the port is announced: a request that
+    # had to wait for one (seconds of CRC work on a loaded machine) could be
+    # given up by the client, and the log can only stamp the end of an
+    # exchange the client left when this loop notices, which may be long
+    # after the client went away (and its next request came in).
+    warm = [h.warm_up() for s in sites for h in [s.robots, *s.routes.values()]
+            if hasattr(h, "warm_up")]
+    await asyncio.gather(*[w for w in warm if w is not None])
     with open(os.path.join(out, "port.tmp"), "w") as f:
         f.write(f"{port}\n")
     os.rename(os.path.join(out, "port.tmp"), os.path.join(out, "port"))

@@ -1,7 +1,8 @@
 """The indexer's contract (issue 7): a consumer of the document feed that is
 killed and restarted from its cursor file, while crawld is restarted too,
-sees every stored record exactly once, and each record's CDXJ line points
-at a record that verifies."""
+sees every stored record exactly once, in ascending feed ID order (issue
+14), and each record's CDXJ line points at a record that verifies.
+test_feed_cluster.py does the same for a crawl of several nodes."""
 import collections
 import glob
 import json
@@ -105,6 +106,10 @@ class IndexerRestarts(unittest.TestCase):
             # stored ones (each URL as often as the WARCs hold it).
             cursors = [s[0] for s in seen]
             self.assertEqual(len(cursors), len(set(cursors)))
+            # Issue 14: a cursor is the record's feed ID, and they only go
+            # up, across consumer and crawld restarts.
+            ids = [int(c) for c in cursors]
+            self.assertEqual(ids, sorted(ids))
             consumed = collections.Counter(s[2] for s in seen)
             self.assertEqual(consumed, collections.Counter(records))
             self.assertGreater(len(seen), 50)

@@ -240,7 +240,7 @@ TEST(CrawldConf, ConfigMdDocumentsEveryKey) {
 
 TEST(CrawldConf, SchemaDescribesEveryKeyOnce) {
   std::vector<KeyInfo> schema = Schema();
-  EXPECT_EQ(schema.size(), 93u);
+  EXPECT_EQ(schema.size(), 97u);
   std::set<std::string> names;
   for (const KeyInfo& k : schema) {
     EXPECT_TRUE(
@@ -436,7 +436,7 @@ TEST(CrawldConf, EveryNumericKeyEnforcesItsRange) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 56);
+  EXPECT_EQ(checked, 59);
 }
 
 TEST(CrawldConf, FloatKeysRejectNanAndInfinity) {

@@ -157,6 +157,69 @@ TEST(Warc11, Sec6_7_Crawld_RevisitArgumentsAreChecked) {
   EXPECT_EQ(At(o, rv->revisit).Header("WARC-Payload-Digest"), "");
 }
 
+// Issue 14: a worker names a response record before writing it (its
+// document claim carries the id, so that other workers can write revisits
+// of it before it exists); the writer uses that id, and checks it.
+TEST(Warc11, Issue14_Sec5_2_ResponseUnderAPreAssignedRecordId) {
+  TempDir dir;
+  Options o = CrawlOptions(dir.path(), "x");
+  auto w = WarcWriter::Open(o);
+  ASSERT_TRUE(w.ok());
+  const std::string id = (*w)->NewRecordId();
+  EXPECT_EQ(id.rfind("<urn:uuid:", 0), 0u) << id;
+  EXPECT_EQ(id.size(), 47u) << id;
+  EXPECT_NE((*w)->NewRecordId(), id);
+  DocBuffer body;
+  ASSERT_TRUE(body.Append("hello").ok());
+  FetchRecord f = Fetch(kOk, &body, 1704164645123456);
+  f.record_id = id;
+  auto ex = (*w)->WriteExchange(f);
+  ASSERT_TRUE(ex.ok()) << ex.status().ToString();
+  EXPECT_EQ(ex->response.record_id, id);
+  EXPECT_NE(ex->request.record_id, id);
+  Record response = At(o, ex->response);
+  EXPECT_EQ(response.Header("WARC-Record-ID"), id);
+  EXPECT_EQ(At(o, ex->request).Header("WARC-Concurrent-To"), id);
+  // A revisit written by another writer (another worker) against the id.
+  Options o2 = CrawlOptions(dir.path(), "y");
+  o2.worker_id = 1;
+  auto w2 = WarcWriter::Open(o2);
+  ASSERT_TRUE(w2.ok());
+  FetchRecord copy = Fetch(kOk, nullptr, 1704164646000000);
+  copy.target_uri = "http://mirror.test/page";
+  auto rv = (*w2)->WriteRevisit(copy, id, "http://example.test/page",
+                                1704164645123456, Sha1Digest("hello"));
+  ASSERT_TRUE(rv.ok()) << rv.status().ToString();
+  Record revisit = At(o2, *rv);
+  EXPECT_EQ(revisit.Header("WARC-Refers-To"), id);
+  EXPECT_EQ(revisit.Header("WARC-Refers-To-Date"),
+            response.Header("WARC-Date"));
+  EXPECT_EQ(revisit.Header("WARC-Payload-Digest"),
+            response.Header("WARC-Payload-Digest"));
+  ASSERT_TRUE((*w)->Close().ok());
+  ASSERT_TRUE((*w2)->Close().ok());
+  auto report = VerifyFile(o.dir + "/" + ex->response.file);
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->ok()) << Joined(report->defects);
+
+  // Not a record id, or one that would forge a field: refused, nothing
+  // written.
+  Options o3 = CrawlOptions(dir.path(), "z");
+  o3.worker_id = 2;
+  auto w3 = WarcWriter::Open(o3);
+  ASSERT_TRUE(w3.ok());
+  const uint64_t before = (*w3)->current_offset();
+  for (const char* bad : {"urn:uuid:no-brackets", "<no-scheme>", "<urn:a b>",
+                          "<urn:x>\r\nWARC-Type: forged"}) {
+    FetchRecord r = Fetch(kOk, &body, 1);
+    r.record_id = bad;
+    EXPECT_EQ((*w3)->WriteExchange(r).status().code(),
+              Status::Code::kInvalidArgument)
+        << bad;
+  }
+  EXPECT_EQ((*w3)->current_offset(), before);
+}
+
 // Issue 17 Build 4: dedupe against an earlier crawl. Its CDXJ line gives
 // the URL, the second, the digest and where the record is; with its WARC
 // at hand, the record id and the exact date are read from it.
