@@ -41,7 +41,6 @@ struct CrawlPath::Job {
   fetcher::Response response;
   std::unique_ptr<PageTask> task;
   std::unique_ptr<RobotsFetch> robots_fetch;  // a robots.txt's answer
-  bool big_body = false;  // over Options::big_body_bytes: parsed apart
   // Step 16 in slices (FollowSomeLinks): the distinct links to follow.
   std::vector<const parser::Link*> links;
   size_t next_link = 0;
@@ -56,17 +55,14 @@ CrawlPath::CrawlPath(const Options& options, const Parts& parts)
       recorder_({options.write_metadata, options.conversion_records},
                 parts.warc, parts.documents, parts.stats, parts.log,
                 parts.clock, parts.pool),
+      parse_slots_(
+          {options.parse_slots, options.big_body_bytes, options.parser},
+          parts.pool),
       frontier_(parts.frontier),
       ip_gate_(parts.ip_gate),
       hosts_(parts.hosts),
       stats_(parts.stats),
-      log_(parts.log) {
-  options_.parse_slots = std::max<size_t>(options_.parse_slots, 1);
-  for (size_t i = 0; i < options_.parse_slots; ++i) {
-    free_parsers_.push_back(std::make_unique<ProcessorRegistry>(
-        ProcessorRegistry::Default(options_.parser)));
-  }
-}
+      log_(parts.log) {}
 
 CrawlPath::~CrawlPath() = default;
 
@@ -487,53 +483,15 @@ void CrawlPath::OnPageFetched(Job* job) {
 
 void CrawlPath::Process(Job* job) {
   SetStage(job, Stage::kProcessing);
-  job->big_body = job->response.body.size() > options_.big_body_bytes;
-  (job->big_body ? waiting_big_ : waiting_small_).push_back(job);
-  StartQueuedProcessing();
-}
-
-// Big bodies take at most all slots but one, and get their share before
-// small ones: a small page never waits behind a page that takes seconds to
-// parse (issue 19), and a big one is never starved by a stream of small
-// ones. With one slot, they share it in turn.
-void CrawlPath::StartQueuedProcessing() {
-  const size_t max_big =
-      options_.parse_slots > 1 ? options_.parse_slots - 1 : 1;
-  while (!free_parsers_.empty()) {
-    Job* next = nullptr;
-    if (!waiting_big_.empty() && big_parsing_ < max_big) {
-      next = waiting_big_.front();
-      waiting_big_.pop_front();
-    } else if (!waiting_small_.empty()) {
-      next = waiting_small_.front();
-      waiting_small_.pop_front();
-    } else {
-      return;
-    }
-    Parse(next);
-  }
-}
-
-void CrawlPath::Parse(Job* job) {
-  ProcessorRegistry* parsers = free_parsers_.back().release();
-  free_parsers_.pop_back();
-  if (job->big_body) ++big_parsing_;
   auto task = std::make_unique<PageTask>();
   task->response = &job->response;
   task->url = job->url;
   task->robots_token = options_.robots_token;
   task->max_decoded = options_.max_decoded_page_bytes;
-  task->parsers = parsers;
   parts_.documents->Prepare(task.get());  // the body's digest and claim
   PageTask* t = task.get();
   job->task = std::move(task);
-  parts_.pool->Run([t] { t->Run(); },
-                   [this, job, parsers] {
-                     free_parsers_.emplace_back(parsers);
-                     if (job->big_body) --big_parsing_;
-                     OnProcessed(job);
-                     StartQueuedProcessing();
-                   });
+  parse_slots_.Run(t, [this, job] { OnProcessed(job); });
 }
 
 void CrawlPath::OnProcessed(Job* job) {
