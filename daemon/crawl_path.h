@@ -268,8 +268,6 @@ class CrawlPath {
   void ReleaseSlots(Job* job, const frontier::Completion& completion);
   void RetryLater(Job* job);
   void Finish(Job* job);
-  // The records are in (or failed): ends the job once its links are too.
-  void EndAfterLinks(Job* job);
   void StoreFailed(Job* job, const Status& status);
 
   Options options_;
