@@ -89,6 +89,8 @@ struct HostState {
 // are in the store.
 struct CrawlState {
   CrawlMeta meta;
+  // Written empty by crawld now (the frontier's manifest holds the pages
+  // in flight); read for checkpoints of earlier versions.
   std::vector<UrlEntry> in_flight;
   std::vector<uint64_t> done;  // URL fingerprints recorded, still queued
   std::vector<RoutedUrl> outbox;

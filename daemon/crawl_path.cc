@@ -41,13 +41,11 @@ struct CrawlPath::Job {
   fetcher::Response response;
   std::unique_ptr<PageTask> task;
   std::unique_ptr<RobotsFetch> robots_fetch;  // a robots.txt's answer
-  bool big_body = false;  // over Options::big_body_bytes: parsed apart
   // Step 16 in slices (FollowSomeLinks): the distinct links to follow.
   std::vector<const parser::Link*> links;
   size_t next_link = 0;
   double link_share = 0;
-  bool following = false;  // links left to follow
-  bool recorded = false;   // step 14 done
+  std::function<void(Job*)> after_links;  // once the last slice is in
 };
 
 CrawlPath::CrawlPath(const Options& options, const Parts& parts)
@@ -56,17 +54,14 @@ CrawlPath::CrawlPath(const Options& options, const Parts& parts)
       recorder_({options.write_metadata, options.conversion_records},
                 parts.warc, parts.documents, parts.stats, parts.log,
                 parts.clock, parts.pool),
+      parse_slots_(
+          {options.parse_slots, options.big_body_bytes, options.parser},
+          parts.pool),
       frontier_(parts.frontier),
       ip_gate_(parts.ip_gate),
       hosts_(parts.hosts),
       stats_(parts.stats),
-      log_(parts.log) {
-  options_.parse_slots = std::max<size_t>(options_.parse_slots, 1);
-  for (size_t i = 0; i < options_.parse_slots; ++i) {
-    free_parsers_.push_back(std::make_unique<ProcessorRegistry>(
-        ProcessorRegistry::Default(options_.parser)));
-  }
-}
+      log_(parts.log) {}
 
 CrawlPath::~CrawlPath() = default;
 
@@ -487,53 +482,15 @@ void CrawlPath::OnPageFetched(Job* job) {
 
 void CrawlPath::Process(Job* job) {
   SetStage(job, Stage::kProcessing);
-  job->big_body = job->response.body.size() > options_.big_body_bytes;
-  (job->big_body ? waiting_big_ : waiting_small_).push_back(job);
-  StartQueuedProcessing();
-}
-
-// Big bodies take at most all slots but one, and get their share before
-// small ones: a small page never waits behind a page that takes seconds to
-// parse (issue 19), and a big one is never starved by a stream of small
-// ones. With one slot, they share it in turn.
-void CrawlPath::StartQueuedProcessing() {
-  const size_t max_big =
-      options_.parse_slots > 1 ? options_.parse_slots - 1 : 1;
-  while (!free_parsers_.empty()) {
-    Job* next = nullptr;
-    if (!waiting_big_.empty() && big_parsing_ < max_big) {
-      next = waiting_big_.front();
-      waiting_big_.pop_front();
-    } else if (!waiting_small_.empty()) {
-      next = waiting_small_.front();
-      waiting_small_.pop_front();
-    } else {
-      return;
-    }
-    Parse(next);
-  }
-}
-
-void CrawlPath::Parse(Job* job) {
-  ProcessorRegistry* parsers = free_parsers_.back().release();
-  free_parsers_.pop_back();
-  if (job->big_body) ++big_parsing_;
   auto task = std::make_unique<PageTask>();
   task->response = &job->response;
   task->url = job->url;
   task->robots_token = options_.robots_token;
   task->max_decoded = options_.max_decoded_page_bytes;
-  task->parsers = parsers;
   parts_.documents->Prepare(task.get());  // the body's digest and claim
   PageTask* t = task.get();
   job->task = std::move(task);
-  parts_.pool->Run([t] { t->Run(); },
-                   [this, job, parsers] {
-                     free_parsers_.emplace_back(parsers);
-                     if (job->big_body) --big_parsing_;
-                     OnProcessed(job);
-                     StartQueuedProcessing();
-                   });
+  parse_slots_.Run(t, [this, job] { OnProcessed(job); });
 }
 
 void CrawlPath::OnProcessed(Job* job) {
@@ -549,12 +506,19 @@ void CrawlPath::OnProcessed(Job* job) {
   if (t.header_robots.noindex) stats_->Count("x_robots_noindex");
   if (t.parsed) CountCuts(t.page);
   // Links first: the next page of a site need not wait for this one's
-  // records, which queue behind every earlier write. The job ends when
-  // both are done. Safe for recovery: the page stays in flight (in the
-  // checkpoint) until its records are in, so a crash before that fetches
-  // it again.
-  if (t.parsed) FollowLinks(job, /*all_now=*/false);
-  Record(job, [this](Job* j) { EndAfterLinks(j); });
+  // records, which queue behind every earlier write. Then the record, and
+  // the job ends the moment it is written. So a checkpoint never holds a
+  // page in flight whose record is behind its WARC position (a crash would
+  // fetch it again although its record is in), nor a recorded page whose
+  // links are not all queued (a crash would lose them: replay starts after
+  // the record).
+  auto record = [this](Job* j) { Record(j, [this](Job* k) { Finish(k); }); };
+  if (!t.parsed) {
+    record(job);
+    return;
+  }
+  job->after_links = std::move(record);
+  FollowLinks(job, /*all_now=*/false);
 }
 
 void CrawlPath::CountCuts(const parser::Page& page) {
@@ -632,20 +596,23 @@ void CrawlPath::FollowRedirect(Job* job) {
 void CrawlPath::FollowLinks(Job* job, bool all_now) {
   const parser::Page& page = job->task->page;
   const PageTask& t = *job->task;
+  std::vector<const parser::Link*>& links = job->links;
+  links.clear();
+  job->next_link = 0;
   if (t.header_robots.nofollow || page.meta_nofollow) {
     stats_->Count("meta_nofollow_pages");
+    FollowSomeLinks(job, all_now);  // none: straight to after_links
     return;
   }
   const uint16_t depth = static_cast<uint16_t>(job->item.depth + 1);
   if (options_.max_depth > 0 && depth > options_.max_depth) {
     stats_->Count("max_depth", page.links.size() + page.other_links.size());
+    FollowSomeLinks(job, all_now);
     return;
   }
   // Each URL once: a page that links one URL 20,000 times (issue 19) costs
   // one step, not 20,000.
   std::unordered_set<std::string_view> distinct;
-  std::vector<const parser::Link*>& links = job->links;
-  links.clear();
   auto add = [&](const parser::Link& link) {
     if (link.nofollow && !options_.follow_rel_nofollow) {
       stats_->Count("nofollow_links");
@@ -662,8 +629,6 @@ void CrawlPath::FollowLinks(Job* job, bool all_now) {
   job->link_share = links.empty()
                         ? 0.0
                         : job->item.credit / static_cast<double>(links.size());
-  job->next_link = 0;
-  job->following = true;
   FollowSomeLinks(job, all_now);
 }
 
@@ -689,9 +654,12 @@ void CrawlPath::FollowSomeLinks(Job* job, bool all_now) {
     parts_.pool->Run([] {}, [this, job] { FollowSomeLinks(job, false); });
     return;
   }
-  job->following = false;
   Pump();  // they may be due now, not only when the job ends
-  if (job->recorded) Finish(job);
+  if (job->after_links) {
+    auto then = std::move(job->after_links);
+    job->after_links = nullptr;
+    then(job);
+  }
 }
 
 // /a/b/page offers /a/b/, /a/ and /: parents are cheap to test and often
@@ -833,7 +801,7 @@ void CrawlPath::StoreFailed(Job* job, const Status& status) {
     // This record cannot be written as it came (not an HTTP message, over
     // the record cap): the store wrote nothing of it; the crawl goes on.
     ReleaseSlots(job, {frontier::Outcome::kSuccess, 0, -1});
-    EndAfterLinks(job);
+    Finish(job);
     return;
   }
   // The disk failed. Not recorded, so not lost: the page goes back to its
@@ -841,14 +809,9 @@ void CrawlPath::StoreFailed(Job* job, const Status& status) {
   // disk full).
   if (!job->robots) frontier_->PushFront(job->host_key, job->item);
   ReleaseSlots(job, {frontier::Outcome::kSuccess, 0, -1});
-  EndAfterLinks(job);
+  Finish(job);
   // A crawler that cannot record what it fetches must not go on fetching.
   if (parts_.on_fatal) parts_.on_fatal("store_error");
-}
-
-void CrawlPath::EndAfterLinks(Job* job) {
-  job->recorded = true;
-  if (!job->following) Finish(job);
 }
 
 void CrawlPath::Finish(Job* job) {

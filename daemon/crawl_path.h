@@ -148,8 +148,8 @@ class CrawlPath {
     size_t max_decoded_robots_bytes = 500 * 1024 + 1;
     // Parses at once off the loop (count); >= 1.
     size_t parse_slots = 2;
-    // A body over this takes seconds to parse: such bodies use at most
-    // parse_slots - 1 slots at once, so small pages never wait behind them.
+    // A body over this may take seconds to parse: such bodies use at most
+    // parse_slots - 1 slots at once (ParseSlots, page_task.h).
     uint64_t big_body_bytes = 1u << 20;
     parser::Options parser;
   };
@@ -249,8 +249,6 @@ class CrawlPath {
   void OnRobotsFetched(Job* job);
   void OnPageFetched(Job* job);
   void Process(Job* job);
-  void Parse(Job* job);
-  void StartQueuedProcessing();
   void OnProcessed(Job* job);
   void CountCuts(const parser::Page& page);
   void DecideRobots(Job* job);
@@ -270,13 +268,12 @@ class CrawlPath {
   void ReleaseSlots(Job* job, const frontier::Completion& completion);
   void RetryLater(Job* job);
   void Finish(Job* job);
-  // The records are in (or failed): ends the job once its links are too.
-  void EndAfterLinks(Job* job);
   void StoreFailed(Job* job, const Status& status);
 
   Options options_;
   Parts parts_;
   Recorder recorder_;
+  ParseSlots parse_slots_;
   frontier::Frontier* frontier_;
   frontier::IpGate* ip_gate_;
   HostTable* hosts_;
@@ -286,11 +283,6 @@ class CrawlPath {
   uint64_t next_job_id_ = 1;
   std::unordered_map<uint64_t, std::unique_ptr<Job>> jobs_;
   std::unordered_set<uint64_t> skip_;
-  // Parsers, one per parse slot, and the jobs waiting for a free one.
-  std::vector<std::unique_ptr<ProcessorRegistry>> free_parsers_;
-  std::deque<Job*> waiting_small_;  // for a parse slot, in order
-  std::deque<Job*> waiting_big_;
-  size_t big_parsing_ = 0;  // big bodies being parsed
   std::unique_ptr<ProcessorRegistry> replay_parsers_;  // made at first use
 };
 

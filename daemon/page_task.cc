@@ -1,5 +1,6 @@
 #include "daemon/page_task.h"
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -39,6 +40,53 @@ void PageTask::Parse() {
   if (want_simhash && page.text.size() >= 200) {
     simhash = dedupe::SimHash(page.text);
   }
+}
+
+ParseSlots::ParseSlots(const Options& options, WorkPool* pool)
+    : options_(options), pool_(pool) {
+  options_.slots = std::max<size_t>(options_.slots, 1);
+  for (size_t i = 0; i < options_.slots; ++i) {
+    free_.push_back(std::make_unique<ProcessorRegistry>(
+        ProcessorRegistry::Default(options_.parser)));
+  }
+}
+
+void ParseSlots::Run(PageTask* task, std::function<void()> done) {
+  const bool big = task->response->body.size() > options_.big_body_bytes;
+  (big ? big_ : small_).push_back({task, std::move(done), big});
+  StartQueued();
+}
+
+void ParseSlots::StartQueued() {
+  const size_t max_big = options_.slots > 1 ? options_.slots - 1 : 1;
+  while (!free_.empty()) {
+    std::deque<Waiting>* from = nullptr;
+    if (!big_.empty() && big_running_ < max_big) {
+      from = &big_;
+    } else if (!small_.empty()) {
+      from = &small_;
+    } else {
+      return;
+    }
+    Waiting w = std::move(from->front());
+    from->pop_front();
+    Start(std::move(w));
+  }
+}
+
+void ParseSlots::Start(Waiting w) {
+  ProcessorRegistry* parsers = free_.back().release();
+  free_.pop_back();
+  if (w.big) ++big_running_;
+  PageTask* t = w.task;
+  t->parsers = parsers;
+  pool_->Run([t] { t->Run(); },
+             [this, parsers, big = w.big, done = std::move(w.done)] {
+               free_.emplace_back(parsers);
+               if (big) --big_running_;
+               done();
+               StartQueued();
+             });
 }
 
 }  // namespace crawld::daemon

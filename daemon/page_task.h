@@ -12,11 +12,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "daemon/documents.h"
+#include "daemon/ports.h"
 #include "daemon/processors.h"
 #include "fetcher/fetcher.h"
 #include "parser/parser.h"
@@ -49,6 +54,41 @@ struct PageTask {
 
  private:
   void Parse();
+};
+
+// The parse slots of one worker: at most `slots` tasks run at once on the
+// pool, each with a ProcessorRegistry of its own. Big bodies (over
+// big_body_bytes) take at most all slots but one and get their share before
+// small ones: a small page never waits behind a page that takes seconds to
+// parse (issue 19), and a big one is never starved by a stream of small
+// ones. With one slot, they share it in turn. On the worker's loop.
+class ParseSlots {
+ public:
+  struct Options {
+    size_t slots = 2;  // >= 1
+    uint64_t big_body_bytes = 1u << 20;
+    parser::Options parser;
+  };
+  ParseSlots(const Options& options, WorkPool* pool);
+
+  // Runs `task` (its inputs set, `parsers` aside) when a slot is free, then
+  // `done` on the loop. The task must live until then.
+  void Run(PageTask* task, std::function<void()> done);
+
+ private:
+  struct Waiting {
+    PageTask* task;
+    std::function<void()> done;
+    bool big;
+  };
+  void StartQueued();
+  void Start(Waiting w);
+
+  Options options_;
+  WorkPool* pool_;
+  std::vector<std::unique_ptr<ProcessorRegistry>> free_;
+  std::deque<Waiting> small_, big_;
+  size_t big_running_ = 0;
 };
 
 }  // namespace crawld::daemon

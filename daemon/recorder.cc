@@ -69,7 +69,7 @@ void Recorder::Submit(const std::string& url, const fetcher::Response& r,
   w->task = task;
   w->done = std::move(done);
   queue_.push_back(std::move(w));
-  if (!busy_) StartNext();
+  if (!busy_ && !holding_) StartNext();
 }
 
 void Recorder::WhenIdle(std::function<void()> then) {
@@ -78,6 +78,18 @@ void Recorder::WhenIdle(std::function<void()> then) {
     return;
   }
   idle_waiters_.push_back(std::move(then));
+}
+
+void Recorder::RunIdleWaiters() {
+  // Nothing starts while they run: each sees the writer between two
+  // writes, even when an earlier one submitted more.
+  holding_ = true;
+  while (!idle_waiters_.empty()) {
+    std::vector<std::function<void()>> waiters;
+    waiters.swap(idle_waiters_);
+    for (auto& then : waiters) then();
+  }
+  holding_ = false;
 }
 
 void Recorder::StartNext() {
@@ -95,12 +107,14 @@ void Recorder::StartNext() {
     store::WarcWriter* warc = warc_;
     pool_->Run([w, warc] { Execute(*w, warc); },
                [this, w] {
-                 busy_ = false;
                  Complete(*w);
-                 std::vector<std::function<void()>> waiters;
-                 waiters.swap(idle_waiters_);
-                 for (auto& then : waiters) then();
+                 // Its job ends here, before any idle waiter (a
+                 // checkpoint) runs: a checkpoint must never see a job in
+                 // flight whose record is already behind the writer's
+                 // position. Still busy: a Submit from `done` only queues.
                  w->done(w->status);
+                 busy_ = false;
+                 RunIdleWaiters();
                  StartNext();
                });
   }

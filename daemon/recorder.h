@@ -71,6 +71,7 @@ class Recorder {
   struct Write;
 
   void StartNext();
+  void RunIdleWaiters();
   void Decide(Write& w);
   static void Execute(Write& w, store::WarcWriter* warc);
   void Complete(Write& w);
@@ -84,6 +85,7 @@ class Recorder {
   WorkPool* pool_;
   std::deque<std::unique_ptr<Write>> queue_;
   bool busy_ = false;
+  bool holding_ = false;  // idle waiters running: Submit only queues
   std::vector<std::function<void()>> idle_waiters_;
   Status disk_failed_;  // the first IOError; then nothing more is written
 };

@@ -75,18 +75,24 @@ Status Recovery::Checkpoint(const char* why) {
   const uint64_t size = std::filesystem::file_size(
       options_.warc_dir + "/" + st.meta.warc_file, ec);
   st.meta.warc_size = ec ? 0 : size;
-  if (Status s = parts_.frontier->Checkpoint(); !s.ok()) return s;
+  // The pages in flight go into the frontier's manifest, at the head of
+  // their queues: the manifest replaces its predecessor in one atomic step,
+  // and the state batch below in another, so a list of them kept in the
+  // state could be older than the queues after a kill between the two, and
+  // a page popped in between would be in neither (recovery.KillNine lost a
+  // seed that way).
+  std::vector<std::pair<std::string, frontier::Item>> in_flight;
+  parts_.path->ForEachInFlight(
+      [&in_flight](const std::string& host_key, const frontier::Item& item) {
+        in_flight.emplace_back(host_key, item);
+      });
+  if (Status s = parts_.frontier->Checkpoint(in_flight); !s.ok()) return s;
   if (Status s = parts_.seen->Flush(); !s.ok()) return s;
 
   st.meta.pages = parts_.stats->pages;
   st.meta.bytes = parts_.stats->bytes;
   st.meta.robots_fetches = parts_.stats->robots_fetches;
   st.meta.workers = options_.workers;
-  parts_.path->ForEachInFlight(
-      [&st](const std::string& host_key, const frontier::Item& item) {
-        st.in_flight.push_back({host_key, item.url, item.seed_host, item.depth,
-                                item.redirects, item.retries, item.credit});
-      });
   // Recorded URLs still waiting in the queues to be skipped: the queues
   // are checkpointed with them, so the skip list must be too (else a
   // second crash before they come out fetches them again).
@@ -137,7 +143,7 @@ Status Recovery::Checkpoint(const char* why) {
       Level::kInfo, "checkpoint",
       {{"why", why},
        {"queued", std::to_string(parts_.frontier->queued())},
-       {"in_flight", std::to_string(st.in_flight.size())},
+       {"in_flight", std::to_string(in_flight.size())},
        {"warc", st.meta.warc_file + ":" + std::to_string(st.meta.warc_size)},
        {"ms", std::to_string((parts_.clock->MonotonicUs() - t0) / 1000)}});
   return Status::Ok();
@@ -167,7 +173,9 @@ Result<int> Recovery::Recover() {
   parts_.stats->robots_fetches = st.meta.robots_fetches;
   for (auto& [k, v] : st.counts) parts_.stats->counts[k] = v;
   for (uint64_t fp : st.done) parts_.path->SkipOnce(fp);
-  // In flight at the checkpoint: back to the head of their queues.
+  // In flight at the checkpoint: back to the head of their queues. Only a
+  // checkpoint of an earlier version lists them here; they are in the
+  // frontier's manifest now (Checkpoint).
   uint64_t requeued = 0;
   for (checkpoint::UrlEntry& e : st.in_flight) {
     frontier::Item item;

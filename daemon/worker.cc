@@ -579,6 +579,7 @@ void Worker::Impl::StartTimers() {
         },
         every_ms, every_ms);
   }
+  timers_open_ = true;
   uv_signal_init(&loop_, &sigint_);
   uv_signal_init(&loop_, &sigterm_);
   uv_signal_init(&loop_, &sighup_);
@@ -705,10 +706,13 @@ void Worker::Impl::CloseAll() {
     uv_close(reinterpret_cast<uv_handle_t*>(&control_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&report_timer_), nullptr);
   }
-  uv_close(reinterpret_cast<uv_handle_t*>(&progress_timer_), nullptr);
-  uv_close(reinterpret_cast<uv_handle_t*>(&sigint_), nullptr);
-  uv_close(reinterpret_cast<uv_handle_t*>(&sigterm_), nullptr);
-  uv_close(reinterpret_cast<uv_handle_t*>(&sighup_), nullptr);
+  if (timers_open_) {  // not yet when Init failed half-way
+    timers_open_ = false;
+    uv_close(reinterpret_cast<uv_handle_t*>(&progress_timer_), nullptr);
+    uv_close(reinterpret_cast<uv_handle_t*>(&sigint_), nullptr);
+    uv_close(reinterpret_cast<uv_handle_t*>(&sigterm_), nullptr);
+    uv_close(reinterpret_cast<uv_handle_t*>(&sighup_), nullptr);
+  }
   if (checkpoint_timer_open_) {
     checkpoint_timer_open_ = false;
     uv_close(reinterpret_cast<uv_handle_t*>(&checkpoint_timer_), nullptr);

@@ -122,6 +122,7 @@ class Worker::Impl final : public WorkerControl {
   uv_timer_t progress_timer_{};
   uv_timer_t checkpoint_timer_{};
   bool checkpoint_timer_open_ = false;
+  bool timers_open_ = false;  // signals and the progress timer
   uv_signal_t sigint_{}, sigterm_{}, sighup_{};
 
   SystemClock clock_;

@@ -244,6 +244,20 @@ Result<std::unique_ptr<ClaimTable>> ClaimTable::Open(const Options& options) {
         close(fd);
         return s;
       }
+      // Every bucket is written below (its mutex), so its blocks are taken
+      // now: a store on a page of a sparse file on a full disk is a SIGBUS,
+      // where this is a clear error before the crawl starts.
+      if (const int err =
+              posix_fallocate(fd, 0, static_cast<off_t>(want_text_offset));
+          err != 0) {
+        (void)ftruncate(fd, 0);
+        close(fd);
+        return Status::IOError(
+            "claim table: " + path + ": cannot take " +
+            std::to_string(want_text_offset >> 20) + " MiB for " +
+            std::to_string(max_documents) +
+            " documents (dedupe.max_documents): " + std::strerror(err));
+      }
       size = want_size;
       fresh = true;
     }
@@ -357,6 +371,26 @@ ClaimTable::ClaimTable(void* base, uint64_t size, int fd, bool size_from_file)
   static_assert(sizeof(Header) <= kHeaderBytes);
   static_assert(sizeof(Slot) == 40);
   static_assert(sizeof(Bucket) == 640);
+}
+
+bool ClaimTable::TextBacked(uint64_t end) {
+  if (end <= text_backed_.load(std::memory_order_relaxed)) return true;
+  // The text area is sparse: its blocks are taken a chunk at a time before
+  // any byte is stored there, so a full disk makes Claim answer kFull
+  // rather than the store a SIGBUS. Taking blocks another process took
+  // already is cheap, so each process keeps only its own mark.
+  constexpr uint64_t kChunk = uint64_t{1} << 20;
+  const auto* h = static_cast<const Header*>(base_);
+  const uint64_t upto =
+      std::min(h->text_capacity, (end + kChunk - 1) / kChunk * kChunk);
+  if (posix_fallocate(fd_, static_cast<off_t>(h->text_offset),
+                      static_cast<off_t>(upto)) != 0) {
+    return false;
+  }
+  uint64_t seen = text_backed_.load(std::memory_order_relaxed);
+  while (seen < upto && !text_backed_.compare_exchange_weak(seen, upto)) {
+  }
+  return true;
 }
 
 ClaimTable::~ClaimTable() {
@@ -512,6 +546,10 @@ ClaimResult ClaimTable::Claim(const Digest128& digest,
   uint64_t off = h->text_used.load();
   do {
     if (off > h->text_capacity || text_len > h->text_capacity - off) {
+      out.outcome = ClaimOutcome::kFull;
+      return out;
+    }
+    if (!TextBacked(off + text_len)) {  // a full disk: store in full
       out.outcome = ClaimOutcome::kFull;
       return out;
     }

@@ -524,9 +524,13 @@ class DocumentClaims {
 // the first opener re-initializes every mutex and checks every slot.
 //
 // Bounds: the file's size is fixed when it is created (from max_documents
-// and claim_text_bytes; sparse until used). When both buckets of a digest
-// are full or the text area is used up, Claim answers kFull. Text of a
-// released claim, or of a claim whose process died mid-way, is not reused.
+// and claim_text_bytes). The buckets' disk blocks are taken when it is
+// created (a disk without room for them is an IOError from Open); the text
+// area's are taken a MiB at a time as claims use it, and a disk without
+// room makes Claim answer kFull (the body is then stored in full). When both
+// buckets of a digest are full or the text area is used up, Claim answers
+// kFull. Text of a released claim, or of a claim whose process died mid-way, is
+// not reused.
 class ClaimTable final : public DocumentClaims {
  public:
   // Opens options.claims_path, creating it when missing. Fails with
@@ -581,6 +585,9 @@ class ClaimTable final : public DocumentClaims {
   void Repair(Bucket& b);
   bool ReadText(const Slot& s, std::string* record_id, std::string* uri) const;
   bool SlotValid(const Slot& s) const;
+  // Takes the disk blocks of the text area up to `end` (bytes into it);
+  // false when the disk has no room.
+  bool TextBacked(uint64_t end);
 
   void* base_;
   uint64_t size_;
@@ -588,6 +595,7 @@ class ClaimTable final : public DocumentClaims {
   bool size_from_file_;
   std::atomic<uint64_t> repaired_{0};
   std::atomic<uint64_t> dropped_{0};
+  std::atomic<uint64_t> text_backed_{0};  // text bytes known to have blocks
 };
 
 // The claim store of a crawl on several machines: one key per digest in

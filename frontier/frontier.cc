@@ -1027,8 +1027,11 @@ std::vector<std::string> Frontier::QueuedHosts() const {
   return keys;
 }
 
-Status Frontier::Checkpoint() {
+Status Frontier::Checkpoint(
+    const std::vector<std::pair<std::string, Item>>& in_flight) {
   if (store_ == nullptr) return Status::Ok();
+  std::unordered_map<std::string_view, std::vector<Item>> held;
+  for (const auto& [key, item] : in_flight) held[key].push_back(item);
   std::string payload;
   Put<double>(&payload, lambda_);
   Put<uint64_t>(&payload, hosts_.size());
@@ -1048,6 +1051,9 @@ Status Frontier::Checkpoint() {
   for (auto& [key, hp] : hosts_) {
     HostState& h = *hp;
     host_refs.clear();
+    if (auto it = held.find(key); it != held.end()) {
+      append(it->second.begin(), it->second.end(), &host_refs);
+    }
     append(h.head.begin(), h.head.end(), &host_refs);
     for (const ChunkRef& c : h.chunks) {
       store_->Ref(c.segment);

@@ -346,11 +346,17 @@ class Frontier {
   // Makes everything queued durable in spill_dir: memory heads and tails
   // are written as chunks, segment files synced, and a new manifest
   // atomically replaces the old one, so that Open() after a crash recovers
-  // exactly the queues as of this call. Items in flight are not queued and
-  // so not included. The memory buffers stay as they are. OK and a no-op
-  // without spill_dir. Errors: IOError; the previous manifest then stays
-  // valid and the frontier keeps working.
-  Status Checkpoint();
+  // exactly the queues as of this call. The memory buffers stay as they
+  // are. OK and a no-op without spill_dir. Errors: IOError; the previous
+  // manifest then stays valid and the frontier keeps working.
+  // in_flight: (host key, item) pairs the caller holds (popped, not done).
+  // They are written at the head of their hosts' queues in the manifest
+  // only, so that the manifest alone says what a restart must fetch: a
+  // list kept elsewhere could not be replaced in the same atomic step, and
+  // a crash between the two would lose the pages in flight. Items of a
+  // host the frontier does not know are left out.
+  Status Checkpoint(
+      const std::vector<std::pair<std::string, Item>>& in_flight = {});
 
   // The earliest next_fetch_us among hosts that can be popped (queued
   // items, nothing in flight, within budget); INT64_MAX if there is none.

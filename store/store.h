@@ -364,7 +364,8 @@ class WarcWriter {
 
   // A fresh WARC-Record-ID, "<urn:uuid:...>" (RFC 4122 version 4), the
   // kind the writer gives its own records, for a caller that must name a
-  // record before writing it (FetchRecord::record_id).
+  // record before writing it (FetchRecord::record_id). Unlike the other
+  // methods, safe to call from one thread while another writes.
   [[nodiscard]] std::string NewRecordId();
 
   // Basename of the file the last record went to (or, before any record,

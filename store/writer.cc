@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <vector>
 
@@ -626,7 +627,15 @@ class WarcWriter::Impl {
 
   std::string NewRecordId() {
     // RFC 4122 version 4: 122 random bits, version nibble 4, variant 10.
-    uint64_t hi = rng_(), lo = rng_();
+    // Locked: the crawl takes ids on its loop (a record id claimed before
+    // the write) while a pool thread writes records and takes theirs; two
+    // unlocked draws could return the same state twice.
+    uint64_t hi, lo;
+    {
+      std::lock_guard<std::mutex> lock(rng_mu_);
+      hi = rng_();
+      lo = rng_();
+    }
     hi = (hi & ~0xF000ull) | 0x4000ull;
     lo = (lo & ~(3ull << 62)) | (2ull << 62);
     char buf[64];
@@ -837,6 +846,7 @@ class WarcWriter::Impl {
   Options opt_;
   Env* env_;  // not owned
   libdeflate_compressor* compressor_ = nullptr;
+  std::mutex rng_mu_;  // NewRecordId may be called from two threads
   std::mt19937_64 rng_;
   internal::Sha1 sha_;
   std::string hostname_;

@@ -367,14 +367,25 @@ def politeness(reqs: Iterable[dict], min_gap_us: int,
                hosts: Iterable[str]) -> tuple[dict, dict]:
     """({host: max in flight} over 1, {host: [gaps below min_gap_us]}) for
     the given hosts. A gap runs from one exchange's end to the next one's
-    start on the same host (robots.txt and redirect hops included)."""
+    start on the same host (robots.txt and redirect hops included).
+
+    An exchange the client left (cut "client": a body cut at the size cap,
+    a timeout) ended when the client went, which the server only notices
+    some time later: between its last whole write (sent_us) and end_us.
+    Only what is certain counts: such an exchange ends at sent_us here."""
     hosts = set(hosts)
     over, short = {}, {}
+
+    def end(r: dict) -> int:
+        if r.get("cut") == "client":
+            return min(r["end_us"], r.get("sent_us", r["end_us"]))
+        return r["end_us"]
+
     for h, rs in by_host(reqs).items():
         if h not in hosts:
             continue
         events = sorted([(r["start_us"], 1) for r in rs] +
-                        [(r["end_us"], -1) for r in rs],
+                        [(end(r), -1) for r in rs],
                         key=lambda e: (e[0], e[1]))
         cur = best = 0
         for _, d in events:
@@ -382,7 +393,7 @@ def politeness(reqs: Iterable[dict], min_gap_us: int,
             best = max(best, cur)
         if best > 1:
             over[h] = best
-        gaps = [b["start_us"] - a["end_us"] for a, b in zip(rs, rs[1:])]
+        gaps = [b["start_us"] - end(a) for a, b in zip(rs, rs[1:])]
         bad = [g for g in gaps if g < min_gap_us]
         if bad:
             short[h] = bad

@@ -29,7 +29,10 @@ All times are CLOCK_MONOTONIC microseconds (time.monotonic_ns() // 1000,
 the clock of Python's time.monotonic()). `start_us`: the request head fully
 read; `end_us`: the last byte handed to the kernel (taken just before the
 final write when that write went out whole), or when the exchange ended
-otherwise. `status`: the status code sent (0: no parseable status line).
+otherwise; for an exchange the client left (cut "client") that is when
+this server noticed, which may be later than the client's going.
+`sent_us`: when the last write that reached the kernel whole began (the
+client left after it). `status`: the status code sent (0: no parseable status line).
 `bytes`/`sha1`: the entity body as the message framed it (chunked decoded,
 Content-Encoding kept), so it can be compared with a WARC payload.
 `complete`: the server sent a whole, well-framed HTTP/1.1 message; false for
@@ -211,6 +214,7 @@ class Exchange:
         self.host = ""
         self.start_us = now_us()
         self.end_us = 0
+        self.sent_us = 0  # the start of the last write the kernel took whole
         self.status = 0
         self.nbytes = 0
         self._sha = hashlib.sha1()
@@ -232,7 +236,11 @@ class Exchange:
 
     async def send(self, data: bytes, entity: bytes = b"") -> None:
         self.entity(entity)
+        # Stamped before the write: this coroutine may resume from drain()
+        # long after the kernel took the bytes (and after the client left).
+        t = now_us()
         await self.conn.write(data)
+        self.sent_us = t
 
     async def finish(self, data: bytes, entity: bytes = b"") -> None:
         """The last write of the exchange; stamps end_us just before it when
@@ -1124,6 +1132,7 @@ class Server:
             "ev": "request", "conn": ex.conn.id, "host": ex.host,
             "ip": ex.conn.ip, "method": ex.method, "path": ex.path,
             "start_us": ex.start_us, "end_us": ex.end_us,
+            "sent_us": ex.sent_us or ex.start_us,
             "status": ex.status, "bytes": ex.nbytes, "sha1": ex.sha1(),
             "complete": ex.complete and not ex.aborted, "cut": ex.cut,
             "aborted": ex.aborted, "known": ex.known,

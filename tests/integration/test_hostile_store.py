@@ -34,6 +34,11 @@ STORE_CONFIG = {
     "politeness.min_delay_ms": 20,
     "politeness.delay_factor": 0.0,
     "checkpoint.interval_s": 1.0,
+    # The node's claim table takes its buckets' blocks when it is created
+    # (about 51 bytes a document; 2 M documents by default, 96 MiB): sized
+    # here for these few-MiB disks, so the WARCs are what fills them.
+    "dedupe.max_documents": 10000,
+    "dedupe.text_bytes": 1 << 20,
 }
 
 
@@ -151,6 +156,29 @@ class DiskFull(HostileCase):
 
     def test_two_workers_exit_1_then_resume_loses_nothing(self):
         self.crawl_until_full(workers=2)
+
+    def test_no_room_for_the_claim_table_is_a_clear_error(self):
+        # The default claim table (96 MiB of buckets) on a 4 MiB disk: a
+        # clear error naming the key before any fetch, never a SIGBUS
+        # mid-crawl when a sparse page finds no block.
+        cfg = dict(STORE_CONFIG, **{"workers.count": 2})
+        del cfg["dedupe.max_documents"]
+        with driver.HostileServer(max_seconds=60, fat_pages=5,
+                                  fat_bytes=1000) as server, \
+                harness.Dnsmasq(server.hosts_file) as dns, \
+                Tmpfs("4m") as disk:
+            crawl = Crawl(dns.server, server.seeds_file("store"),
+                          data_dir=disk.path, **cfg)
+            try:
+                crawl.start()
+                crawl.finish(timeout=30)
+                self.assertFalse(crawl.overran, crawl.stderr()[-1500:])
+                self.assertEqual(crawl.returncode, 1, crawl.stderr()[-1500:])
+                self.assertIn("dedupe.max_documents", crawl.stderr())
+                self.assertNotIn("AddressSanitizer", crawl.stderr())
+                self.assertEqual(server.requests(), [])
+            finally:
+                crawl.stop()
 
 
 # ---------------------------------------------------------------- read-only

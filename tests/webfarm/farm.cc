@@ -1099,11 +1099,14 @@ void Site::Respond(int host, const Route& r, int count, Response* out) {
                "A plain text file. Not a link: http://h0.farm.test/p/0.html\n");
           return;
         default: {
-          // A lying Content-Type: says HTML, is binary (with NULs).
+          // A lying Content-Type: says HTML, is a ZIP archive. (Random
+          // bytes with NULs and no binary signature would be parsed as
+          // HTML, as a browser does: issue 19.)
           std::string bin(4096, '\0');
           for (size_t i = 0; i < bin.size(); ++i) {
             bin[i] = static_cast<char>(Mix(i) & 0xff);
           }
+          bin.replace(0, 4, "PK\x03\x04", 4);
           text(200, "text/html", std::move(bin));
           return;
         }

@@ -158,6 +158,53 @@ TEST_F(SpillTest, CheckpointThenReopenRecoversEveryQueueInOrder) {
   EXPECT_TRUE(f->Idle());
 }
 
+// The pages a caller holds (popped, not done) are part of the checkpoint:
+// at the head of their queues in the manifest, not in memory, so that one
+// atomic manifest says what a restart fetches (recovery.KillNine lost a
+// page popped between the manifest and a separately written list).
+TEST_F(SpillTest, CheckpointKeepsTheItemsInFlightAtTheirQueuesHeads) {
+  std::vector<Item> want_a, want_b;
+  std::string key_a, key_b;
+  {
+    auto f = OpenOrDie(SpillOptions());
+    ASSERT_TRUE(f);
+    for (int i = 0; i < 40; ++i) {
+      const std::string h = HostName(i % 2);
+      ASSERT_TRUE(f->Push(h, MakeItem(h, i)));
+    }
+    auto a = f->Pop(0);
+    auto b = f->Pop(0);
+    ASSERT_TRUE(a && b);
+    ASSERT_NE(a->host_key, b->host_key);
+    std::vector<std::pair<std::string, Item>> in_flight = {
+        {a->host_key, a->item},
+        {b->host_key, b->item},
+        {"http://unknown:80", MakeItem("http://unknown:80", 7)}};
+    ASSERT_TRUE(f->Checkpoint(in_flight).ok());
+    // In memory nothing changed: the two are still out.
+    EXPECT_EQ(f->queued(), 38u);
+    key_a = a->host_key;
+    key_b = b->host_key;
+    want_a.push_back(a->item);
+    want_b.push_back(b->item);
+    for (int i = 0; i < 40; ++i) {
+      const std::string h = HostName(i % 2);
+      if (MakeItem(h, i).url == a->item.url ||
+          MakeItem(h, i).url == b->item.url)
+        continue;
+      (h == key_a ? want_a : want_b).push_back(MakeItem(h, i));
+    }
+    f->Complete(a->host_key, 0, Completion{});  // after the checkpoint
+  }
+  auto f = OpenOrDie(SpillOptions());
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->queued(), 40u);
+  EXPECT_FALSE(f->Host("http://unknown:80").has_value());
+  auto got = Drain(*f);
+  ExpectSameItems(got[key_a], want_a, key_a);
+  ExpectSameItems(got[key_b], want_b, key_b);
+}
+
 TEST_F(SpillTest, DestroyWithoutCheckpointLeavesNothingBehind) {
   {
     auto f = OpenOrDie(SpillOptions());
