@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/ascii.h"
+#include "daemon/crawl_job.h"
 #include "fetcher/fetcher.h"
 #include "parser/parser.h"
 
@@ -26,27 +27,6 @@ std::string_view StageName(Stage stage) {
   }
   return "?";
 }
-
-// One page or robots.txt fetch, from dispatch (step 8) to its end.
-struct CrawlPath::Job {
-  uint64_t id = 0;
-  bool robots = false;
-  Stage stage = Stage::kResolving;
-  std::string host_key;  // the politeness key whose slot it holds
-  frontier::Item item;   // a page: the URL and what travels with it
-  std::string url;       // what is fetched: item.url, or a robots.txt hop
-  int64_t started_us = 0;
-  std::string ip;          // the address held at the IP gate ("": none)
-  bool holds_slot = true;  // the host's frontier slot is not released yet
-  fetcher::Response response;
-  std::unique_ptr<PageTask> task;
-  std::unique_ptr<RobotsFetch> robots_fetch;  // a robots.txt's answer
-  // Step 16 in slices (FollowSomeLinks): the distinct links to follow.
-  std::vector<const parser::Link*> links;
-  size_t next_link = 0;
-  double link_share = 0;
-  std::function<void(Job*)> after_links;  // once the last slice is in
-};
 
 CrawlPath::CrawlPath(const Options& options, const Parts& parts)
     : options_(options),
@@ -504,7 +484,7 @@ void CrawlPath::OnProcessed(Job* job) {
   }
   if (t.decode.ok() && !t.parsed) stats_->Count("not_parsed");  // archived
   if (t.header_robots.noindex) stats_->Count("x_robots_noindex");
-  if (t.parsed) CountCuts(t.page);
+  if (t.parsed) CountParseCuts(t.page, stats_);
   // Links first: the next page of a site need not wait for this one's
   // records, which queue behind every earlier write. Then the record, and
   // the job ends the moment it is written. So a checkpoint never holds a
@@ -519,26 +499,6 @@ void CrawlPath::OnProcessed(Job* job) {
   }
   job->after_links = std::move(record);
   FollowLinks(job, /*all_now=*/false);
-}
-
-void CrawlPath::CountCuts(const parser::Page& page) {
-  // What the parser's bounds cut (issue 19: a page of any shape is parsed
-  // in bounded time): counted, never silent.
-  const parser::ParseCuts& c = page.cuts;
-  if (page.invalid_links > 0) stats_->Count("invalid_url", page.invalid_links);
-  if (c.bytes_cut) stats_->Count("parse_bytes_cut");
-  if (c.elements_cut) stats_->Count("parse_elements_cut");
-  if (c.attributes_dropped > 0) {
-    stats_->Count("parse_attributes_dropped", c.attributes_dropped);
-  }
-  if (c.elements_flattened > 0) {
-    stats_->Count("parse_elements_flattened", c.elements_flattened);
-  }
-  if (c.links_dropped > 0)
-    stats_->Count("parse_links_dropped", c.links_dropped);
-  if (c.noscript_reparses > 0) {
-    stats_->Count("parse_noscript_reparses", c.noscript_reparses);
-  }
 }
 
 // --- 14. record -------------------------------------------------------------
@@ -685,61 +645,6 @@ void CrawlPath::EnterParents(Candidate c) {
   }
 }
 
-// --- recovery ---------------------------------------------------------------
-
-void CrawlPath::Replay(const std::string& uri, fetcher::Response* response,
-                       const store::PageMetadata* metadata) {
-  auto u = url::Parse(uri);
-  if (!u.ok()) return;
-  if (response == nullptr && metadata == nullptr) {
-    // A revisit's body is in another record: fetch it again rather than
-    // lose its links (it is still queued as of the checkpoint).
-    stats_->Count("replay_refetch");
-    return;
-  }
-  SkipOnce(url::Fingerprint(uri));
-  if (u->path() == "/robots.txt") return;
-  ++stats_->pages;
-  Job job;
-  job.url = uri;
-  job.host_key = u->origin_key();
-  job.item.url = uri;
-  job.item.fingerprint = url::Fingerprint(uri);
-  job.item.seed_host = std::string(u->host());
-  job.item.depth = 0;  // not in the WARC; depth limits restart here
-  job.item.credit = 0;
-  job.task = std::make_unique<PageTask>();
-  if (metadata != nullptr) {
-    // The outlinks as the metadata record lists them: no parse needed.
-    job.task->page.meta_nofollow = metadata->nofollow;
-    for (const store::PageMetadata::Outlink& link : metadata->outlinks) {
-      job.task->page.links.push_back(
-          {link.url, parser::LinkKind::kAnchor, link.nofollow});
-    }
-    FollowLinks(&job, /*all_now=*/true);
-    return;
-  }
-  job.response = std::move(*response);
-  const int status = job.response.status_code;
-  if (status >= 300 && status < 400) {
-    FollowRedirect(&job);
-  } else if (status >= 200 && status < 300) {
-    PageTask& t = *job.task;
-    t.response = &job.response;
-    t.url = uri;
-    t.robots_token = options_.robots_token;
-    t.max_decoded = options_.max_decoded_page_bytes;
-    // On the loop, before it runs: no parse slot is in use.
-    if (replay_parsers_ == nullptr) {
-      replay_parsers_ = std::make_unique<ProcessorRegistry>(
-          ProcessorRegistry::Default(options_.parser));
-    }
-    t.parsers = replay_parsers_.get();
-    t.Run();
-    if (t.parsed) FollowLinks(&job, /*all_now=*/true);
-  }
-}
-
 // --- jobs -------------------------------------------------------------------
 
 CrawlPath::Job* CrawlPath::NewJob(bool robots, std::string host_key,
@@ -818,14 +723,6 @@ void CrawlPath::Finish(Job* job) {
   SetStage(job, Stage::kDone);
   jobs_.erase(job->id);
   Pump();
-}
-
-void CrawlPath::ForEachInFlight(
-    const std::function<void(const std::string&, const frontier::Item&)>& visit)
-    const {
-  for (const auto& [id, job] : jobs_) {
-    if (!job->robots) visit(job->host_key, job->item);
-  }
 }
 
 }  // namespace crawld::daemon

@@ -250,7 +250,6 @@ class CrawlPath {
   void OnPageFetched(Job* job);
   void Process(Job* job);
   void OnProcessed(Job* job);
-  void CountCuts(const parser::Page& page);
   void DecideRobots(Job* job);
   // Step 14, off the loop; then `then` on the loop, unless the store
   // failed (StoreFailed).

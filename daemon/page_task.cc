@@ -89,4 +89,23 @@ void ParseSlots::Start(Waiting w) {
              });
 }
 
+void CountParseCuts(const parser::Page& page, CrawlStats* stats) {
+  // What the parser's bounds cut (issue 19: a page of any shape is parsed
+  // in bounded time): counted, never silent.
+  const parser::ParseCuts& c = page.cuts;
+  if (page.invalid_links > 0) stats->Count("invalid_url", page.invalid_links);
+  if (c.bytes_cut) stats->Count("parse_bytes_cut");
+  if (c.elements_cut) stats->Count("parse_elements_cut");
+  if (c.attributes_dropped > 0) {
+    stats->Count("parse_attributes_dropped", c.attributes_dropped);
+  }
+  if (c.elements_flattened > 0) {
+    stats->Count("parse_elements_flattened", c.elements_flattened);
+  }
+  if (c.links_dropped > 0) stats->Count("parse_links_dropped", c.links_dropped);
+  if (c.noscript_reparses > 0) {
+    stats->Count("parse_noscript_reparses", c.noscript_reparses);
+  }
+}
+
 }  // namespace crawld::daemon

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "daemon/crawl_stats.h"
 #include "daemon/documents.h"
 #include "daemon/ports.h"
 #include "daemon/processors.h"
@@ -90,6 +91,10 @@ class ParseSlots {
   std::deque<Waiting> small_, big_;
   size_t big_running_ = 0;
 };
+
+// Counts what the parser's bounds cut on `page` (parse_* events) and its
+// invalid links: never silent (issue 19).
+void CountParseCuts(const parser::Page& page, CrawlStats* stats);
 
 }  // namespace crawld::daemon
 

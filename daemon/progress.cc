@@ -37,22 +37,32 @@ bool IsErrorCount(std::string_view name) {
 void ProgressLine::Print(const CrawlStats& stats, const ProgressFigures& f,
                          int64_t now_us, int64_t start_us, bool final_line) {
   if (out_ == nullptr) return;
-  if (last_us_ == 0) last_us_ = start_us;
-  const double dt = std::max<int64_t>(1, now_us - last_us_) / 1e6;
-  const double elapsed = std::max<int64_t>(1, now_us - start_us) / 1e6;
-  const double rate =
-      final_line ? stats.pages / elapsed : (stats.pages - last_pages_) / dt;
-  last_pages_ = stats.pages;
-  last_us_ = now_us;
   uint64_t errors = 0;
   for (const auto& [k, v] : stats.counts) {
     if (IsErrorCount(k)) errors += v;
   }
+  ProgressFigures all = f;
+  all.pages = stats.pages;
+  all.bytes = stats.bytes;
+  all.middle = fmt::format("errors {}", errors);
+  PrintFigures(all, now_us, start_us, final_line);
+}
+
+void ProgressLine::PrintFigures(const ProgressFigures& f, int64_t now_us,
+                                int64_t start_us, bool final_line) {
+  if (out_ == nullptr) return;
+  if (last_us_ == 0) last_us_ = start_us;
+  const double dt = std::max<int64_t>(1, now_us - last_us_) / 1e6;
+  const double elapsed = std::max<int64_t>(1, now_us - start_us) / 1e6;
+  const double rate =
+      final_line ? f.pages / elapsed : (f.pages - last_pages_) / dt;
+  last_pages_ = f.pages;
+  last_us_ = now_us;
   const std::string line = fmt::format(
-      "pages {} | {:.1f}/s | queued {} | hosts {} (active {}) | errors {} | "
-      "{} | {:.0f}s",
-      stats.pages, rate, f.queued, f.hosts, f.active, errors,
-      FormatBytes(stats.bytes), elapsed);
+      "pages {} | {:.1f}/s | queued {} | hosts {} (active {}) | {} | {} | "
+      "{:.0f}s",
+      f.pages, rate, f.queued, f.hosts, f.active, f.middle,
+      FormatBytes(f.bytes), elapsed);
   if (tty_) {
     fmt::print(out_, "\r\033[K{}{}", line, final_line ? "\n" : "");
   } else {
@@ -104,6 +114,29 @@ std::string CrawlSummary::ToJson() const {
   for (const auto& [k, v] : counts) c[k] = v;
   j["counts"] = std::move(c);
   return json::Dump(j) + "\n";
+}
+
+void CrawlSummary::AddFiguresOf(std::string_view json_text) {
+  json::Limits limits;
+  limits.max_bytes = 64u << 20;
+  auto j = json::Parse(json_text, limits);
+  if (!j.ok()) return;
+  auto num = [](const Json& o, const char* k) -> uint64_t {
+    const Json* v = json::Find(o, k);
+    return v != nullptr && v->is_number()
+               ? static_cast<uint64_t>(v->get<double>())
+               : 0;
+  };
+  pages += num(*j, "pages");
+  robots_fetches += num(*j, "robots_fetches");
+  bytes += num(*j, "bytes");
+  queued_left += num(*j, "queued_left");
+  if (const Json* c = json::Find(*j, "counts");
+      c != nullptr && c->is_object()) {
+    for (const auto& [k, v] : c->items()) {
+      if (v.is_number()) counts[k] += static_cast<uint64_t>(v.get<double>());
+    }
+  }
 }
 
 }  // namespace crawld::daemon

@@ -23,9 +23,14 @@ namespace crawld::daemon {
 
 // The figures of one progress line.
 struct ProgressFigures {
+  uint64_t pages = 0;  // Print(stats, ...) takes these two from the stats
+  uint64_t bytes = 0;
   size_t queued = 0;
   size_t hosts = 0;
   size_t active = 0;
+  // Between the hosts and the bytes: "errors 3" (a worker's line),
+  // "workers 2/2 | restarts 0" (the supervisor's).
+  std::string middle;
 };
 
 // Prints progress lines to `out` (not owned; null: nothing).
@@ -35,6 +40,9 @@ class ProgressLine {
   // `final_line`: the rate over the whole crawl, and a newline on a tty.
   void Print(const CrawlStats& stats, const ProgressFigures& figures,
              int64_t now_us, int64_t start_us, bool final_line);
+  // The line of `figures` as they are (pages and bytes included).
+  void PrintFigures(const ProgressFigures& figures, int64_t now_us,
+                    int64_t start_us, bool final_line);
   // A message on a line of its own (clearing an updating line first).
   void Message(const std::string& text);
 

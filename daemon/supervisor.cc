@@ -1,10 +1,10 @@
 // daemon/supervisor.cc: see supervisor.h.
 #include "daemon/supervisor.h"
 
+#include <fmt/format.h>
 #include <uv.h>
 
 #include <algorithm>
-#include <cinttypes>
 #include <csignal>
 #include <filesystem>
 #include <memory>
@@ -18,6 +18,7 @@
 #include "daemon/control.h"
 #include "daemon/event_log.h"
 #include "daemon/membership.h"
+#include "daemon/progress.h"
 #include "daemon/supervisor_admin.h"
 
 namespace crawld::daemon {
@@ -37,6 +38,12 @@ class Supervisor {
   Result<CrawlSummary> Run();
 
  private:
+  // Run's parts, in order.
+  void StartSignals();
+  Status StartCluster();
+  Status StartAdmin();
+  CrawlSummary SumWorkerSummaries() const;
+
   struct Child {
     Supervisor* sup = nullptr;
     int id = 0;
@@ -85,6 +92,7 @@ class Supervisor {
   int Children() const { return opt_.workers + opt_.drainers; }
 
   SupervisorOptions opt_;
+  ProgressLine progress_{opt_.progress, opt_.progress_tty};
   uv_loop_t loop_{};
   uv_timer_t tick_{};
   uv_signal_t sigint_{}, sigterm_{};
@@ -96,7 +104,6 @@ class Supervisor {
   int quiet_ticks_ = 0;
   uint64_t last_sent_ = UINT64_MAX, last_received_ = UINT64_MAX;
   int64_t start_ms_ = 0, last_progress_ms_ = 0;
-  uint64_t last_pages_ = 0;
   uint64_t restarts_ = 0;
   std::unique_ptr<SupervisorAdmin> admin_;  // the API (docs/API.md)
   uv_signal_t sighup_{};
@@ -261,10 +268,8 @@ void Supervisor::OnExit(Child& c, int64_t status, int signal) {
         status == control::kExitStoreError ? "store_error" : "worker_failed";
     log_.Write(Level::kError, "worker_failed",
                {{"worker", worker}, {"reason", why}});
-    if (opt_.progress != nullptr) {
-      fprintf(opt_.progress, "%sworker %d stopped: %s; stopping the crawl\n",
-              opt_.progress_tty ? "\r\033[K" : "", c.id, why);
-    }
+    progress_.Message(
+        fmt::format("worker {} stopped: {}; stopping the crawl", c.id, why));
     c.finished = true;
     Stop(why);
     return;
@@ -286,12 +291,10 @@ void Supervisor::OnExit(Child& c, int64_t status, int signal) {
               {"signal", std::to_string(signal)},
               {"status", std::to_string(status)},
               {"delay_ms", std::to_string(c.backoff_ms)}});
-  if (opt_.progress != nullptr) {
-    fprintf(opt_.progress, "%sworker %d %s %d; restarting in %d ms\n",
-            opt_.progress_tty ? "\r\033[K" : "", c.id,
-            signal != 0 ? "killed by signal" : "exited with status",
-            signal != 0 ? signal : static_cast<int>(status), c.backoff_ms);
-  }
+  progress_.Message(fmt::format(
+      "worker {} {} {}; restarting in {} ms", c.id,
+      signal != 0 ? "killed by signal" : "exited with status",
+      signal != 0 ? signal : static_cast<int>(status), c.backoff_ms));
   Restart(c, c.backoff_ms);
 }
 
@@ -307,9 +310,7 @@ void Supervisor::Restart(Child& c, int delay_ms) {
           return;
         }
         if (Status s = sup->Spawn(*child); !s.ok()) {
-          if (sup->opt_.progress != nullptr) {
-            fprintf(sup->opt_.progress, "crawld: %s\n", s.ToString().c_str());
-          }
+          sup->progress_.Message("crawld: " + s.ToString());
           sup->Stop("worker_failed");
         }
       },
@@ -492,43 +493,25 @@ void Supervisor::CheckReload() {
   }
   log_.Write(Level::kInfo, "rules_reloaded",
              {{"workers", std::to_string(workers)}});
-  if (opt_.progress != nullptr) {
-    fprintf(opt_.progress, "%srules reloaded in %d workers\n",
-            opt_.progress_tty ? "\r\033[K" : "", workers);
-  }
+  progress_.Message(fmt::format("rules reloaded in {} workers", workers));
 }
 
 void Supervisor::Progress(bool final_line) {
-  if (opt_.progress == nullptr) return;
-  const int64_t now = NowMs();
-  uint64_t pages = 0, bytes = 0, queued = 0, hosts = 0, active = 0;
+  ProgressFigures f;
   int up = 0;
   for (auto& c : children_) {
-    pages += c->pages;
-    bytes += c->bytes;
-    queued += c->queued;
-    hosts += c->hosts;
-    active += c->active;
+    f.pages += c->pages;
+    f.bytes += c->bytes;
+    f.queued += c->queued;
+    f.hosts += c->hosts;
+    f.active += c->active;
     up += c->proc != nullptr;
   }
-  const double dt = std::max<int64_t>(1, now - last_progress_ms_) / 1000.0;
-  const double elapsed = std::max<int64_t>(1, now - start_ms_) / 1000.0;
-  const double rate = final_line ? pages / elapsed : (pages - last_pages_) / dt;
-  last_pages_ = pages;
+  f.middle =
+      fmt::format("workers {}/{} | restarts {}", up, opt_.workers, restarts_);
+  const int64_t now = NowMs();
   last_progress_ms_ = now;
-  char line[256];
-  snprintf(line, sizeof(line),
-           "pages %" PRIu64 " | %.1f/s | queued %" PRIu64 " | hosts %" PRIu64
-           " (active %" PRIu64 ") | workers %d/%d | restarts %" PRIu64
-           " | %.1f MB | %.0fs",
-           pages, rate, queued, hosts, active, up, opt_.workers, restarts_,
-           bytes / 1048576.0, elapsed);
-  if (opt_.progress_tty) {
-    fprintf(opt_.progress, "\r\033[K%s%s", line, final_line ? "\n" : "");
-  } else {
-    fprintf(opt_.progress, "%s\n", line);
-  }
-  fflush(opt_.progress);
+  progress_.PrintFigures(f, now * 1000, start_ms_ * 1000, final_line);
 }
 
 void Supervisor::Stop(const std::string& reason) {
@@ -580,23 +563,7 @@ void Supervisor::CloseHandles() {
   }
 }
 
-Result<CrawlSummary> Supervisor::Run() {
-  if (int rc = uv_loop_init(&loop_); rc != 0) {
-    return Status::Internal(std::string("uv_loop_init: ") + uv_strerror(rc));
-  }
-  start_ms_ = last_progress_ms_ = NowMs();
-  const std::string& data = opt_.config.crawl.data_dir;
-  std::error_code ec;
-  std::filesystem::create_directories(data + "/logs", ec);
-  if (Status s = log_.Open(data + "/logs/supervisor.jsonl"); !s.ok()) {
-    return s;
-  }
-  log_.Write(Level::kInfo, "crawl_start",
-             {{"workers", std::to_string(opt_.workers)},
-              {"drainers", std::to_string(opt_.drainers)},
-              {"first_worker", std::to_string(opt_.first_worker)}});
-  uv_timer_init(&loop_, &tick_);
-  tick_.data = this;
+void Supervisor::StartSignals() {
   uv_signal_init(&loop_, &sigint_);
   uv_signal_init(&loop_, &sigterm_);
   uv_signal_init(&loop_, &sighup_);
@@ -616,21 +583,73 @@ Result<CrawlSummary> Supervisor::Run() {
         if (!self->stopping_) self->Reload();
       },
       SIGHUP);
-  Status failed = Status::Ok();
-  if (!opt_.config.cluster.redis.empty()) {
-    ClusterLink::Options co;
-    co.cluster = opt_.config.cluster;
-    co.max_pages = opt_.config.crawl.max_pages;
-    co.workers_per_node = std::max(1, opt_.workers + opt_.drainers);
-    co.member = opt_.workers > 0;
-    co.log = &log_;
-    auto link = ClusterLink::Start(&loop_, co);
-    if (link.ok()) {
-      cluster_ = std::move(link).value();
-    } else {
-      failed = link.status();
+}
+
+Status Supervisor::StartCluster() {
+  if (opt_.config.cluster.redis.empty()) return Status::Ok();
+  ClusterLink::Options co;
+  co.cluster = opt_.config.cluster;
+  co.max_pages = opt_.config.crawl.max_pages;
+  co.workers_per_node = std::max(1, opt_.workers + opt_.drainers);
+  co.member = opt_.workers > 0;
+  co.log = &log_;
+  auto link = ClusterLink::Start(&loop_, co);
+  if (!link.ok()) return link.status();
+  cluster_ = std::move(link).value();
+  return Status::Ok();
+}
+
+Status Supervisor::StartAdmin() {
+  if (!opt_.config.admin.enabled) return Status::Ok();
+  SupervisorAdmin::Options ao;
+  ao.admin = opt_.config.admin;
+  ao.data_dir = opt_.config.crawl.data_dir;
+  ao.workers = Children();
+  ao.first_worker = opt_.first_worker;
+  ao.total_workers = opt_.total_workers;
+  ao.ring.virtual_nodes = opt_.config.cluster.virtual_nodes;
+  SupervisorAdmin::View view;
+  view.supervisor_status = [this] {
+    Json ws = Json::array();
+    for (auto& c : children_) {
+      Json w = {{"id", Global(*c)}, {"restarts", c->crashes}};
+      w["up"] = c->proc != nullptr;
+      if (c->proc != nullptr) w["pid"] = c->proc->pid;
+      ws.push_back(std::move(w));
     }
+    Json st = Json::object();
+    st["state"] = stopping_ ? "stopping" : "running";
+    st["uptime_s"] = (NowMs() - start_ms_) / 1000.0;
+    st["workers"] = std::move(ws);
+    return st;
+  };
+  view.stop = [this](const std::string& why) { Stop(why); };
+  auto admin = SupervisorAdmin::Start(&loop_, ao, std::move(view));
+  if (!admin.ok()) return admin.status();
+  admin_ = std::move(admin).value();
+  progress_.Message("admin API: " + admin_->url());
+  return Status::Ok();
+}
+
+Result<CrawlSummary> Supervisor::Run() {
+  if (int rc = uv_loop_init(&loop_); rc != 0) {
+    return Status::Internal(std::string("uv_loop_init: ") + uv_strerror(rc));
   }
+  start_ms_ = last_progress_ms_ = NowMs();
+  const std::string& data = opt_.config.crawl.data_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(data + "/logs", ec);
+  if (Status s = log_.Open(data + "/logs/supervisor.jsonl"); !s.ok()) {
+    return s;
+  }
+  log_.Write(Level::kInfo, "crawl_start",
+             {{"workers", std::to_string(opt_.workers)},
+              {"drainers", std::to_string(opt_.drainers)},
+              {"first_worker", std::to_string(opt_.first_worker)}});
+  uv_timer_init(&loop_, &tick_);
+  tick_.data = this;
+  StartSignals();
+  Status failed = StartCluster();
   for (int i = 0; i < Children(); ++i) {
     auto c = std::make_unique<Child>();
     c->sup = this;
@@ -639,40 +658,7 @@ Result<CrawlSummary> Supervisor::Run() {
     c->restart_timer.data = c.get();
     children_.push_back(std::move(c));
   }
-  if (opt_.config.admin.enabled) {
-    SupervisorAdmin::Options ao;
-    ao.admin = opt_.config.admin;
-    ao.data_dir = opt_.config.crawl.data_dir;
-    ao.workers = Children();
-    ao.first_worker = opt_.first_worker;
-    ao.total_workers = opt_.total_workers;
-    ao.ring.virtual_nodes = opt_.config.cluster.virtual_nodes;
-    SupervisorAdmin::View view;
-    view.supervisor_status = [this] {
-      Json ws = Json::array();
-      for (auto& c : children_) {
-        Json w = {{"id", Global(*c)}, {"restarts", c->crashes}};
-        w["up"] = c->proc != nullptr;
-        if (c->proc != nullptr) w["pid"] = c->proc->pid;
-        ws.push_back(std::move(w));
-      }
-      Json st = Json::object();
-      st["state"] = stopping_ ? "stopping" : "running";
-      st["uptime_s"] = (NowMs() - start_ms_) / 1000.0;
-      st["workers"] = std::move(ws);
-      return st;
-    };
-    view.stop = [this](const std::string& why) { Stop(why); };
-    auto admin = SupervisorAdmin::Start(&loop_, ao, std::move(view));
-    if (admin.ok()) {
-      admin_ = std::move(admin).value();
-      if (opt_.progress != nullptr) {
-        fprintf(opt_.progress, "admin API: %s\n", admin_->url().c_str());
-      }
-    } else {
-      failed = admin.status();
-    }
-  }
+  if (Status s = StartAdmin(); failed.ok()) failed = s;
   for (auto& c : children_) {
     if (failed.ok()) failed = Spawn(*c);
     if (!failed.ok() && c->proc == nullptr) c->finished = true;
@@ -686,7 +672,10 @@ Result<CrawlSummary> Supervisor::Run() {
   uv_loop_close(&loop_);
   Progress(true);
   if (!failed.ok()) return failed;
+  return SumWorkerSummaries();
+}
 
+CrawlSummary Supervisor::SumWorkerSummaries() const {
   // The workers' own summaries, summed.
   CrawlSummary sum;
   sum.stop_reason = reason_;
@@ -696,28 +685,7 @@ Result<CrawlSummary> Supervisor::Run() {
         opt_.config.crawl.data_dir + "/worker-" +
             std::to_string(opt_.first_worker + i) + "/summary.json",
         64u << 20);
-    if (!text.ok()) continue;
-    json::Limits limits;
-    limits.max_bytes = 64u << 20;
-    auto j = json::Parse(*text, limits);
-    if (!j.ok()) continue;
-    auto num = [&](const Json& o, const char* k) -> uint64_t {
-      const Json* v = json::Find(o, k);
-      return v != nullptr && v->is_number()
-                 ? static_cast<uint64_t>(v->get<double>())
-                 : 0;
-    };
-    sum.pages += num(*j, "pages");
-    sum.robots_fetches += num(*j, "robots_fetches");
-    sum.bytes += num(*j, "bytes");
-    sum.queued_left += num(*j, "queued_left");
-    if (const Json* counts = json::Find(*j, "counts");
-        counts != nullptr && counts->is_object()) {
-      for (const auto& [k, v] : counts->items()) {
-        if (v.is_number())
-          sum.counts[k] += static_cast<uint64_t>(v.get<double>());
-      }
-    }
+    if (text.ok()) sum.AddFiguresOf(*text);
   }
   if (restarts_ > 0) sum.counts["worker_restarts"] = restarts_;
   return sum;

@@ -19,105 +19,6 @@
 namespace crawld::daemon {
 
 // ---------------------------------------------------------------------------
-// Status merge
-
-namespace {
-
-// The number at key, or 0 (an integer) when absent or not a number: a
-// hostile or broken worker answer is ignored, not trusted.
-Json Num(const Json& j, std::string_view key) {
-  const Json* v = json::Find(j, key);
-  return v != nullptr && v->is_number() ? *v : Json(0);
-}
-
-// a + b, kept an integer when both are (the counts stay integers in the
-// merged status, as in a worker's).
-Json Add(const Json& a, const Json& b) {
-  if (a.is_number_unsigned() && b.is_number_unsigned()) {
-    return a.get<uint64_t>() + b.get<uint64_t>();
-  }
-  if (a.is_number_integer() && b.is_number_integer()) {
-    return a.get<int64_t>() + b.get<int64_t>();
-  }
-  return a.get<double>() + b.get<double>();
-}
-
-void SumMembers(const Json* from, Json* into) {
-  if (from == nullptr || !from->is_object()) return;
-  for (const auto& [k, v] : from->items()) {
-    if (!v.is_number()) continue;
-    (*into)[k] = Add(Num(*into, k), v);
-  }
-}
-
-std::string StateOf(const Json& status) {
-  const Json* s = json::Find(status, "state");
-  return s != nullptr && s->is_string() ? s->get<std::string>() : std::string();
-}
-
-}  // namespace
-
-Json MergeStatus(const Json& supervisor,
-                 const std::vector<WorkerStatus>& statuses) {
-  static constexpr const char* kSums[] = {
-      "pages",     "pages_per_s", "bytes",         "queued",
-      "in_flight", "ip_waiting",  "robots_fetches"};
-  Json sums = Json::object();
-  for (const char* k : kSums) sums[k] = 0;
-  Json hosts = Json::object();
-  for (const char* k : {"known", "active", "retired"}) hosts[k] = 0;
-  Json counts = Json::object();
-  Json workers = Json::array();
-  bool stopping = StateOf(supervisor) == "stopping";
-  int answered = 0, paused = 0;
-  const Json* view = json::Find(supervisor, "workers");
-  const size_t n = view != nullptr && view->is_array() ? view->size() : 0;
-  for (size_t i = 0; i < n; ++i) {
-    const Json& w = (*view)[i];
-    Json entry = Json::object();
-    if (w.is_object()) {
-      for (const auto& [k, v] : w.items()) entry[k] = v;
-    }
-    const WorkerStatus* ws = i < statuses.size() ? &statuses[i] : nullptr;
-    if (ws != nullptr && ws->status.is_object()) {
-      const Json& st = ws->status;
-      ++answered;
-      const std::string state = StateOf(st);
-      if (state == "paused") ++paused;
-      if (state == "stopping" || state == "done") stopping = true;
-      for (const char* k : kSums) sums[k] = Add(sums[k], Num(st, k));
-      SumMembers(json::Find(st, "hosts"), &hosts);
-      SumMembers(json::Find(st, "counts"), &counts);
-      entry["pages"] = Num(st, "pages");
-      entry["queued"] = Num(st, "queued");
-      entry["status"] = st;
-    } else {
-      entry["error"] = ws != nullptr && !ws->error.empty()
-                           ? ws->error
-                           : std::string("no status");
-    }
-    workers.push_back(std::move(entry));
-  }
-  // The fields in the order a worker gives them.
-  Json out = Json::object();
-  out["state"] = stopping                             ? "stopping"
-                 : answered > 0 && paused == answered ? "paused"
-                                                      : "running";
-  out["pages"] = sums["pages"];
-  out["pages_per_s"] = sums["pages_per_s"];
-  out["bytes"] = sums["bytes"];
-  out["queued"] = sums["queued"];
-  out["in_flight"] = sums["in_flight"];
-  out["ip_waiting"] = sums["ip_waiting"];
-  out["hosts"] = std::move(hosts);
-  out["robots_fetches"] = sums["robots_fetches"];
-  out["uptime_s"] = Num(supervisor, "uptime_s");
-  out["counts"] = std::move(counts);
-  out["workers"] = std::move(workers);
-  return out;
-}
-
-// ---------------------------------------------------------------------------
 // Worker calls
 
 namespace {
@@ -591,6 +492,10 @@ struct SupervisorAdmin::Impl {
   // from <data>/index/feed on the loop (a page is at most 1000 lines of a
   // local file, found by binary search: well under a millisecond of I/O
   // from the page cache).
+  // Start's parts: the routes, and run/admin.url for crawlctl.
+  void AddRoutes();
+  crawld::Status PublishUrl();
+
   void Docs(const http::Request& q, http::Responder r) {
     const std::string* since = q.QueryValue("since");
     const std::string* limit_s = q.QueryValue("limit");
@@ -656,6 +561,72 @@ struct SupervisorAdmin::Impl {
   static constexpr json::Limits kWorkerJson{64u << 20, 64};
 };
 
+void SupervisorAdmin::Impl::AddRoutes() {
+  using http::Request;
+  using http::Responder;
+  Impl* self = this;
+  auto route = [&](const char* method, const char* pattern, http::Handler h) {
+    crawld::Status s = self->server->Route(method, pattern, std::move(h));
+    (void)s;  // literal patterns, tested
+  };
+  route("GET", "/api/status",
+        [self](const Request& q, Responder r) { self->Status(q, r); });
+  route("GET", "/metrics", [self](const Request& q, Responder r) {
+    self->Metrics(q, r, /*as_json=*/false);
+  });
+  route("GET", "/api/metrics", [self](const Request& q, Responder r) {
+    self->Metrics(q, r, /*as_json=*/true);
+  });
+  route("POST", "/api/pause", [self](const Request& q, Responder r) {
+    self->Broadcast(q, r, "paused");
+  });
+  route("POST", "/api/resume", [self](const Request& q, Responder r) {
+    self->Broadcast(q, r, "running");
+  });
+  route("POST", "/api/stop",
+        [self](const Request&, Responder r) { self->Stop(r); });
+  auto to_first = [self](const Request& q, Responder r) {
+    self->ToFirst(self->MakeCall(0, q), 0, "", r);
+  };
+  route("POST", "/api/seeds", to_first);
+  route("POST", "/api/rules/reload",
+        [self](const Request& q, Responder r) { self->RulesReload(q, r); });
+  route("POST", "/api/rules/test", to_first);
+  route("GET", "/api/hosts/{host}",
+        [self](const Request& q, Responder r) { self->Host(q, r); });
+  route("GET", "/api/docs",
+        [self](const Request& q, Responder r) { self->Docs(q, r); });
+}
+
+crawld::Status SupervisorAdmin::Impl::PublishUrl() {
+  const std::string& a = options.admin.address;
+  url = "http://" + (a.find(':') != std::string::npos ? "[" + a + "]" : a) +
+        ":" + std::to_string(server->port());
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir + "/run", ec);
+  // A URL file left by a killed worker of an earlier run could name a port
+  // that another process has since taken.
+  for (int i = 0; i < options.workers; ++i) {
+    std::filesystem::remove(options.data_dir + "/run/admin-" +
+                                std::to_string(options.first_worker + i) +
+                                ".url",
+                            ec);
+  }
+  url_file = options.data_dir + "/run/admin.url";
+  const std::string tmp = url_file + ".tmp";
+  FILE* f = fopen(tmp.c_str(), "w");
+  if (f == nullptr) {
+    return Status::IOError("supervisor admin: cannot write " + tmp);
+  }
+  fprintf(f, "%s\n", url.c_str());
+  const bool ok = fclose(f) == 0;
+  std::filesystem::rename(tmp, url_file, ec);
+  if (!ok || ec) {
+    return Status::IOError("supervisor admin: cannot write " + url_file);
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<SupervisorAdmin>> SupervisorAdmin::Start(
     uv_loop_s* loop, const Options& options, View view) {
   // Local workers may lie past the ring (drainers handing over their
@@ -689,68 +660,8 @@ Result<std::unique_ptr<SupervisorAdmin>> SupervisorAdmin::Start(
   if (!client.ok()) return client.status();
   impl->client = std::move(client).value();
 
-  using http::Request;
-  using http::Responder;
-  Impl* self = impl.get();
-  auto route = [&](const char* method, const char* pattern, http::Handler h) {
-    Status s = self->server->Route(method, pattern, std::move(h));
-    (void)s;  // literal patterns, tested
-  };
-  route("GET", "/api/status",
-        [self](const Request& q, Responder r) { self->Status(q, r); });
-  route("GET", "/metrics", [self](const Request& q, Responder r) {
-    self->Metrics(q, r, /*as_json=*/false);
-  });
-  route("GET", "/api/metrics", [self](const Request& q, Responder r) {
-    self->Metrics(q, r, /*as_json=*/true);
-  });
-  route("POST", "/api/pause", [self](const Request& q, Responder r) {
-    self->Broadcast(q, r, "paused");
-  });
-  route("POST", "/api/resume", [self](const Request& q, Responder r) {
-    self->Broadcast(q, r, "running");
-  });
-  route("POST", "/api/stop",
-        [self](const Request&, Responder r) { self->Stop(r); });
-  auto to_first = [self](const Request& q, Responder r) {
-    self->ToFirst(self->MakeCall(0, q), 0, "", r);
-  };
-  route("POST", "/api/seeds", to_first);
-  route("POST", "/api/rules/reload",
-        [self](const Request& q, Responder r) { self->RulesReload(q, r); });
-  route("POST", "/api/rules/test", to_first);
-  route("GET", "/api/hosts/{host}",
-        [self](const Request& q, Responder r) { self->Host(q, r); });
-  route("GET", "/api/docs",
-        [self](const Request& q, Responder r) { self->Docs(q, r); });
-
-  const std::string& a = options.admin.address;
-  const std::string url =
-      "http://" + (a.find(':') != std::string::npos ? "[" + a + "]" : a) + ":" +
-      std::to_string(impl->server->port());
-  std::error_code ec;
-  std::filesystem::create_directories(options.data_dir + "/run", ec);
-  // A URL file left by a killed worker of an earlier run could name a port
-  // that another process has since taken.
-  for (int i = 0; i < options.workers; ++i) {
-    std::filesystem::remove(options.data_dir + "/run/admin-" +
-                                std::to_string(options.first_worker + i) +
-                                ".url",
-                            ec);
-  }
-  impl->url = url;
-  impl->url_file = options.data_dir + "/run/admin.url";
-  const std::string tmp = impl->url_file + ".tmp";
-  FILE* f = fopen(tmp.c_str(), "w");
-  if (f == nullptr) {
-    return Status::IOError("supervisor admin: cannot write " + tmp);
-  }
-  fprintf(f, "%s\n", url.c_str());
-  const bool ok = fclose(f) == 0;
-  std::filesystem::rename(tmp, impl->url_file, ec);
-  if (!ok || ec) {
-    return Status::IOError("supervisor admin: cannot write " + impl->url_file);
-  }
+  impl->AddRoutes();
+  if (Status s = impl->PublishUrl(); !s.ok()) return s;
   impl->paused_pids.assign(static_cast<size_t>(options.workers), -1);
   impl->keeper = new uv_timer_t;
   uv_timer_init(loop, impl->keeper);

@@ -58,6 +58,9 @@ struct CrawlSummary {
 
   std::string ToJson() const;
   std::string ToText() const;
+  // Adds the figures and counts of another summary's ToJson() (a worker's,
+  // for the supervisor's sum); text that is not such JSON adds nothing.
+  void AddFiguresOf(std::string_view json_text);
 };
 
 // Runs on the calling thread; create, Run() once, destroy.

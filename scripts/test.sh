@@ -34,10 +34,15 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   fuzzers=$(cd tests/fuzz && ls ./*_fuzz.cc 2>/dev/null | sed 's|./||; s|\.cc$||')
   # shellcheck disable=SC2086
   cmake --build build/fuzz -j "$JOBS" --target $fuzzers
-  for f in $fuzzers; do
+  # One target per core at a time: each libFuzzer run is single-threaded,
+  # so JOBS of them take the wall time of one (the stage took 6 minutes of
+  # a 30-minute CI budget one at a time). Each writes its own report; the
+  # reports are printed in order once all are done.
+  fuzz_one() {
+    local f=$1 corpus log a
     corpus=$(mktemp -d)
     cp -r "tests/fuzz/corpus/$f/." "$corpus/" 2>/dev/null || true
-    dict=()
+    local dict=()
     for d in "tests/fuzz/${f%_fuzz}.dict" "tests/fuzz/$f.dict"; do
       [ -f "$d" ] && dict=(-dict="$d")
     done
@@ -62,11 +67,22 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
       done
       echo "!! $f found a failing input; add it to tests/fuzz/corpus/$f/"
       rm -rf "$corpus" "$log"
-      exit 1
+      return 1
     fi
     tail -n 1 "$log"
     rm -rf "$corpus" "$log"
-  done
+  }
+  export -f fuzz_one
+  export ROOT FUZZ_SECONDS
+  reports=$(mktemp -d)
+  fuzz_failed=0
+  # shellcheck disable=SC2016,SC2086
+  printf '%s\n' $fuzzers | xargs -P "$JOBS" -I{} \
+    bash -c 'fuzz_one "$1" >"$2/$1.txt" 2>&1' _ {} "$reports" ||
+    fuzz_failed=1
+  for f in $fuzzers; do cat "$reports/$f.txt"; done
+  rm -rf "$reports"
+  [ "$fuzz_failed" = 0 ] || exit 1
 fi
 
 if [ "${SKIP_BENCH:-0}" != 1 ]; then

@@ -54,9 +54,16 @@ for name, rows in tables.items():
         lines.append(f"| `{name}.{key}` | {typ} | `{default}` | {rng} | "
                      f"{meaning} |")
     section = "\n".join(lines) + "\n"
-    pat = re.compile(r"### \[" + name + r"\]\n\n(\|.*\n)+")
-    if pat.search(doc):
-        doc = pat.sub(lambda _: section, doc, count=1)
+    # A table may have a paragraph of prose between its heading and its
+    # rows: kept as it is.
+    pat = re.compile(r"### \[" + re.escape(name) +
+                     r"\]\n\n((?:[^|#\n].*\n)+\n)?(\|.*\n)+")
+    m = pat.search(doc)
+    if m:
+        prose = m.group(1) or ""
+        head, _, rows_text = section.partition("\n\n")
+        new = head + "\n\n" + prose + rows_text
+        doc = doc[:m.start()] + new + doc[m.end():]
     else:
         # A new table goes before [workers], which stays last.
         doc = doc.replace("### [workers]", section + "\n### [workers]", 1)

@@ -78,6 +78,60 @@ class KillNine(unittest.TestCase):
             self.assertEqual(set(counts), manifest, f"seed {seed}")
 
 
+class TrapBudgetAcrossKills(unittest.TestCase):
+    """Issue 14: a host's URL budget (traps.host_budget) holds over the
+    crawl, not per process: five kill -9 restarts grant no fresh budget.
+    Judged from the web server's request log."""
+
+    BUDGET = 30
+
+    def test_five_kills_never_exceed_a_hosts_budget(self):
+        seed = int(os.environ.get("CRAWLD_TEST_SEED", time.time_ns() % 100000))
+        rng = random.Random(seed)
+        farm_cfg = ("seed = 4\nhosts = 2\npages = 300\npage_bytes = 800\n"
+                    "links = 8\ncross_host_share = 0.0\n"
+                    "relative_share = 0.5\nseeds = \"all\"\n")
+        settings = dict(SETTINGS, **{"traps.host_budget": self.BUDGET,
+                                     "politeness.min_delay_ms": 100})
+        with harness.Webfarm(farm_cfg) as farm, \
+                harness.Dnsmasq(farm.hosts_file) as dns:
+            data = tempfile.mkdtemp(prefix="crawld-budget-kill9-")
+            kills = 0
+            for _ in range(5):
+                # Each kill lands while the budget is being spent: after a
+                # few more pages (a random number), whatever the machine's
+                # speed. Five kills take at most 40 of the 60 pages.
+                before = len(farm.requests())
+                more = rng.randint(2, 8)
+                proc, _ = crawl_util.start_crawl(farm, dns, data_dir=data,
+                                                 **settings)
+                deadline = time.monotonic() + 60
+                while (len(farm.requests()) < before + more and
+                       proc.poll() is None and time.monotonic() < deadline):
+                    time.sleep(0.05)
+                if proc.poll() is None:
+                    os.kill(proc.pid, signal.SIGKILL)
+                    kills += 1
+                proc.wait(timeout=30)
+            proc, _ = crawl_util.start_crawl(farm, dns, data_dir=data,
+                                             **settings)
+            result = crawl_util.finish_crawl(proc, data, timeout=120)
+            msg = f"seed {seed}: {result.stderr[-2000:]}"
+            self.assertEqual(result.returncode, 0, msg)
+            self.assertGreaterEqual(kills, 3, f"seed {seed}: too few kills")
+            pages = collections.defaultdict(set)
+            for r in farm.final_requests():
+                if r["method"] == "GET" and r["path"] != "/robots.txt":
+                    pages[r["host"]].add(r["path"])
+            self.assertEqual(len(pages), 2, msg)
+            for host, paths in pages.items():
+                self.assertLessEqual(len(paths), self.BUDGET,
+                                     f"seed {seed}: {host}: {sorted(paths)}")
+                # The budget was spent (300 pages were there to take).
+                self.assertGreaterEqual(len(paths), self.BUDGET // 2,
+                                        f"seed {seed}: {host}")
+
+
 class RobotsAcrossRestart(unittest.TestCase):
 
     def test_restart_does_not_fetch_robots_txt_again(self):

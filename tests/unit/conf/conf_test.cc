@@ -220,8 +220,8 @@ TEST(CrawldConf, CrawlerTomlListsEveryKey) {
   EXPECT_EQ(present, schema);
 }
 
-// docs/CONFIG.md names every key as `table.key` together with its default
-// and its range, exactly as the schema has them.
+// docs/CONFIG.md names every key as `table.key`, once, together with its
+// default and its range, exactly as the schema has them.
 TEST(CrawldConf, ConfigMdDocumentsEveryKey) {
   const std::string doc = ReadFile(kSourceDir + "/docs/CONFIG.md");
   ASSERT_FALSE(doc.empty());
@@ -230,6 +230,8 @@ TEST(CrawldConf, ConfigMdDocumentsEveryKey) {
         "`" + std::string(k.table) + "." + std::string(k.key) + "`";
     size_t row = doc.find("| " + name + " |");
     ASSERT_NE(row, std::string::npos) << name << " missing from CONFIG.md";
+    EXPECT_EQ(doc.find("| " + name + " |", row + 1), std::string::npos)
+        << name << " documented twice (tools/update-config-docs.py)";
     std::string line = doc.substr(row, doc.find('\n', row) - row);
     EXPECT_NE(line.find("`" + k.default_toml + "`"), std::string::npos)
         << name << ": default " << k.default_toml << " not in: " << line;
