@@ -436,7 +436,7 @@ constexpr Key kKeys[] = {
            "Links kept per page, in each of hyperlinks and other links "
            "(counted: parse_links_dropped)."),
     BoolKey(CRAWLD_CONF_FIELD(parse, scripting),
-            "Parse as a browser with scripting on: <noscript> content is "
+            "Parse as a browser with scripting on: `<noscript>` content is "
             "text, so links inside it are not links."),
     BoolKey(CRAWLD_CONF_FIELD(parse, follow_other_links),
             "Also follow links a browser does not list as hyperlinks: link "
