@@ -191,6 +191,15 @@ Result<std::unique_ptr<IpSlotTable>> IpSlotTable::Create(
     unlink(tmp.c_str());
     return Status::IOError("ip slots: " + tmp + ": " + std::strerror(e));
   }
+  // Every bucket is written below (its mutex): the blocks are taken first,
+  // so a full disk is this clear error, not a SIGBUS on a sparse page.
+  if (const int e = posix_fallocate(fd, 0, static_cast<off_t>(size)); e != 0) {
+    close(fd);
+    unlink(tmp.c_str());
+    return Status::IOError("ip slots: " + tmp + ": cannot take " +
+                           std::to_string(size >> 10) +
+                           " KiB: " + std::strerror(e));
+  }
   void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (base == MAP_FAILED) {
