@@ -12,7 +12,7 @@ PACKAGES=(
   libcurl4-openssl-dev libc-ares-dev libgumbo-dev libleveldb-dev libssl-dev
   libxxhash-dev libuv1-dev libre2-dev libtomlplusplus-dev libpsl-dev
   libidn2-dev libdeflate-dev zlib1g-dev libhiredis-dev libhttp-parser-dev
-  libbrotli-dev libzstd-dev
+  libbrotli-dev libzstd-dev libexpat1-dev
   # plumbing libraries in place of hand-written code: JSON, UTF-8, formatting
   nlohmann-json3-dev libutfcpp-dev libfmt-dev
   # tests and benchmarks
