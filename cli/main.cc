@@ -33,6 +33,10 @@ constexpr Group kGroups[] = {
     {"filter", "test URLs against a filter rules file",
      crawld::cli::RunFilterCommand},
 #endif
+#ifdef CRAWLD_HAVE_CMD_SITEMAP
+    {"sitemap", "show what a sitemap or feed file yields",
+     crawld::cli::RunSitemapCommand},
+#endif
 #ifdef CRAWLD_HAVE_CMD_WARC
     {"warc", "verify and list WARC files", crawld::cli::RunWarcCommand},
 #endif
