@@ -399,14 +399,19 @@ struct Reader::Impl {
         break;
       }
       if (IsXmlSpace(c)) {
-        ++sniffed;
-        if (c == '\n') {
-          ++skipped_lines;
-          skipped_columns = 0;
+        // A whole run at once: a bomb of blanks is all sniffing.
+        const size_t n =
+            std::min(data.find_first_not_of(" \t\r\n"), data.size());
+        const std::string_view run = data.substr(0, n);
+        const size_t last_nl = run.rfind('\n');
+        if (last_nl == std::string_view::npos) {
+          skipped_columns += n;
         } else {
-          ++skipped_columns;
+          skipped_lines += std::count(run.begin(), run.end(), '\n');
+          skipped_columns = n - last_nl - 1;
         }
-        data.remove_prefix(1);
+        sniffed += n;
+        data.remove_prefix(n);
         continue;
       }
       // '<', or UTF-16 (a BOM FE FF / FF FE, or a NUL byte of "<"): XML.
