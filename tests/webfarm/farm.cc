@@ -11,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 #include <deque>
+#include <iterator>
 #include <unordered_set>
 
 namespace crawld::webfarm {
@@ -329,6 +330,8 @@ Status ApplyProfileKey(const std::string& file, std::string_view key,
   if (key == "malformed") return set_bool(&p->malformed);
   if (key == "nofollow") return set_bool(&p->nofollow);
   if (key == "link_farm") return set_bool(&p->link_farm);
+  if (key == "sitemap") return set_bool(&p->sitemap);
+  if (key == "sitemap_pages") return set_int(&p->sitemap_pages, 1, 100000);
   if (key == "link_farm_links") return set_int(&p->link_farm_links, 1, 1000);
   if (key == "link_farm_entry") {
     return set_int(&p->link_farm_entry, 0, 10000000 - 1);
@@ -464,6 +467,14 @@ Result<Config> FromTable(const toml::table& t, const std::string& file) {
     if (m >= 0 && (p.link_farm || c.profiles[m].link_farm)) {
       return host_error(h, "mirror_of cannot involve a link_farm host");
     }
+    if (p.sitemap && (p.link_farm || (p.robots != Robots::kAllow &&
+                                      p.robots != Robots::kDisallow &&
+                                      p.robots != Robots::kCrawlDelay))) {
+      // The Sitemap: lines live in a robots.txt that answers 200.
+      return host_error(h,
+                        "sitemap needs robots allow, disallow or "
+                        "crawl-delay, and no link_farm");
+    }
     if (p.link_farm_entry >= 0) {
       if (p.link_farm) {
         return host_error(h, "link_farm_entry must be on a normal host");
@@ -491,7 +502,46 @@ const std::string& LargePattern() {
   return *kPattern;
 }
 
+// The /sm/ pages with names (Kind::kSitemapPage, Route::a < 0).
+constexpr std::pair<int64_t, std::string_view> kNamedSitemapPages[] = {
+    {-1, "/sm/before-error.html"},  // in /sitemap-bad.xml before the error
+    {-2, "/sm/cross.html"},         // in another host's /sitemap-cross.xml
+    {-3, "/sm/over.html"},          // the 50,001st URL of /sitemap-big.xml
+    {-4, "/sm/after-error.html"},   // in /sitemap-bad.xml after the error
+    {-5, "/sm/foreign.html"},       // in another host's /sitemap-foreign.xml
+};
+
+std::string_view NamedSitemapPage(int64_t a) {
+  for (const auto& [id, path] : kNamedSitemapPages) {
+    if (id == a) return path;
+  }
+  return "";
+}
+
+// A gzip member of `data` (zlib's gzip wrapper: mtime 0, so deterministic).
+std::string GzipBytes(std::string_view data) {
+  z_stream zs{};
+  deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&zs, data.size()) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
 }  // namespace
+
+std::string_view SitemapPath(int file) {
+  static constexpr std::string_view kPaths[kSitemapFileCount] = {
+      "/sitemap.xml",         "/sitemap_index.xml", "/sitemap-gz.xml.gz",
+      "/sitemap-big.xml",     "/sitemap-bad.xml",   "/sitemap-foreign.xml",
+      "/sitemap-bomb.xml.gz", "/sitemap-cross.xml"};
+  return file >= 0 && file < kSitemapFileCount ? kPaths[file] : "";
+}
 
 int64_t NowMicros() {
   timespec ts;
@@ -543,6 +593,23 @@ Site::Site(Config config, int port) : config_(std::move(config)), port_(port) {
       distinct_ips_.push_back(ips_.back());
     }
   }
+  cross_target_.assign(config_.hosts, false);
+  foreign_target_.assign(config_.hosts, false);
+  for (int h = 0; h < config_.hosts; ++h) {
+    if (!config_.profiles[h].sitemap) continue;
+    const int n = NextSitemapHost(h);
+    if (n != h) cross_target_[n] = true;
+    const int f = NextNormalHost(h);
+    if (f != h) foreign_target_[f] = true;
+  }
+}
+
+int Site::NextSitemapHost(int host) const {
+  for (int k = 1; k <= config_.hosts; ++k) {
+    const int h = (host + k) % config_.hosts;
+    if (config_.profiles[h].sitemap) return h;
+  }
+  return host;
 }
 
 std::optional<int> Site::FindHost(std::string_view name) const {
@@ -597,6 +664,25 @@ Route Site::Classify(int host, std::string_view target) const {
   if (path == "/robots.txt") return set(Kind::kRobots);
   if (path == "/robots-real.txt" && p.robots == Robots::kRedirect) {
     return set(Kind::kRobotsReal);
+  }
+  if (p.sitemap && path.starts_with("/sitemap")) {
+    for (int f = 0; f < kSitemapFileCount; ++f) {
+      if (path == SitemapPath(f)) return set(Kind::kSitemapFile, f);
+    }
+    return r;
+  }
+  if (path.starts_with("/sm/")) {
+    if (p.sitemap && Match(path, "/sm/", ".html", &n) && n < p.sitemap_pages) {
+      return set(Kind::kSitemapPage, n);
+    }
+    for (const auto& [id, name] : kNamedSitemapPages) {
+      if (path != name) continue;
+      const bool served = id == -2   ? cross_target_[host]
+                          : id == -5 ? foreign_target_[host]
+                                     : p.sitemap;
+      return served ? set(Kind::kSitemapPage, id) : r;
+    }
+    return r;
   }
   if (p.link_farm) {
     // A spam host has nothing but its endless /spam/ space.
@@ -867,6 +953,7 @@ void Site::Links(int host, const Route& r, std::vector<Link>* links,
     case Kind::kChainTarget:
     case Kind::kPrivate:
     case Kind::kNofollowTarget:
+    case Kind::kSitemapPage:
       add("/p/0.html");
       return;
     default:
@@ -909,6 +996,11 @@ void Site::RenderPage(int host, const Route& r, Response* out) const {
       break;
     case Kind::kNofollowTarget:
       title = "Nofollow target " + std::to_string(r.a);
+      break;
+    case Kind::kSitemapPage:
+      title = r.a >= 0 ? "Sitemap page " + std::to_string(r.a)
+                       : "Sitemap page " +
+                             std::string(NamedSitemapPage(r.a).substr(4));
       break;
     default:
       title = "Index";
@@ -1016,6 +1108,22 @@ void Site::Respond(int host, const Route& r, int count, Response* out) {
         return std::string("User-agent: *\nDisallow:\n");
     }
   };
+  // Sitemap: lines of a sitemap host: its own two, and the cross sitemap
+  // of every host whose next sitemap host this is (cross-submission).
+  auto sitemap_lines = [&]() {
+    std::string lines;
+    if (!p.sitemap) return lines;
+    lines += "\nSitemap: " + Origin(host) + std::string(SitemapPath(0)) + "\n";
+    lines += "Sitemap: " + Origin(host) + std::string(SitemapPath(1)) + "\n";
+    for (int s = 0; s < config_.hosts; ++s) {
+      if (s != host && config_.profiles[s].sitemap &&
+          NextSitemapHost(s) == host) {
+        lines += "Sitemap: " + Origin(s) +
+                 std::string(SitemapPath(kSitemapCross)) + "\n";
+      }
+    }
+    return lines;
+  };
   switch (r.kind) {
     case Kind::kNotFound:
       text(404, "text/html; charset=utf-8",
@@ -1046,7 +1154,7 @@ void Site::Respond(int host, const Route& r, int count, Response* out) {
           }
           return;
         default:
-          text(200, "text/plain", robots_body(p.robots));
+          text(200, "text/plain", robots_body(p.robots) + sitemap_lines());
           return;
       }
     case Kind::kRobotsReal:
@@ -1080,6 +1188,16 @@ void Site::Respond(int host, const Route& r, int count, Response* out) {
       out->content_type = "text/html; charset=utf-8";
       out->gzip = true;
       out->shared_body = Bomb();
+      return;
+    case Kind::kSitemapFile:
+      if (r.a == kSitemapBomb) {
+        // A gzip file (no Content-Encoding): the reader inflates it.
+        out->content_type = "application/gzip";
+        out->shared_body = Bomb();
+        return;
+      }
+      text(200, r.a == kSitemapGz ? "application/gzip" : "application/xml",
+           SitemapBody(host, r.a));
       return;
     case Kind::kFile:
       switch (r.a) {
@@ -1237,6 +1355,127 @@ const std::string& Site::Bomb() {
   return bomb_;
 }
 
+std::string Site::SitemapBody(int host, int64_t file) const {
+  const Profile& p = config_.profiles[host];
+  const std::string& origin = Origin(host);
+  constexpr std::string_view kHead =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  constexpr std::string_view kNs =
+      " xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
+  std::string b(kHead);
+  auto loc = [&b](std::string_view url) {
+    b += "<url><loc>";
+    b += url;
+    b += "</loc></url>\n";
+  };
+  // /sm/<k>.html with every optional tag, from k alone.
+  auto page = [&](int k) {
+    static constexpr std::string_view kFreq[] = {
+        "daily", "weekly", "monthly", "hourly", "yearly", "never", "always"};
+    char extra[160];
+    snprintf(extra, sizeof extra,
+             "<lastmod>2026-01-%02dT12:00:00+00:00</lastmod>"
+             "<changefreq>%s</changefreq><priority>0.%d</priority>",
+             k % 28 + 1, kFreq[k % 7].data(), k % 10);
+    b += "<url><loc>" + origin + "/sm/" + std::to_string(k) + ".html</loc>";
+    b += extra;
+    b += "</url>\n";
+  };
+  auto urlset = [&](auto&& body) {
+    b += "<urlset";
+    b += kNs;
+    body();
+    b += "</urlset>\n";
+  };
+  switch (file) {
+    case kSitemapMain:
+      urlset([&] {
+        b += "<url><loc>" + origin +
+             "/p/0.html</loc><changefreq>daily</changefreq>"
+             "<priority>1.0</priority></url>\n";
+        for (int k = 0; k < p.sitemap_pages; k += 2) page(k);
+      });
+      return b;
+    case kSitemapGz: {
+      urlset([&] {
+        for (int k = 1; k < p.sitemap_pages; k += 2) page(k);
+      });
+      return GzipBytes(b);
+    }
+    case kSitemapIndex:
+      b += "<sitemapindex";
+      b += kNs;
+      for (int f : {kSitemapGz, kSitemapBig, kSitemapBad, kSitemapForeign,
+                    kSitemapBomb}) {
+        b += "<sitemap><loc>" + origin + std::string(SitemapPath(f)) +
+             "</loc><lastmod>2026-01-01</lastmod></sitemap>\n";
+      }
+      b += "</sitemapindex>\n";
+      return b;
+    case kSitemapBig:
+      // One URL over the protocol's 50,000: /p/ pages (a crawler has them
+      // anyway), then /sm/over.html, which must never be fetched.
+      b.reserve(50001 * (origin.size() + 40));
+      urlset([&] {
+        for (int i = 0; i < 50000; ++i) {
+          loc(origin + "/p/" + std::to_string(i % config_.pages) + ".html");
+        }
+        loc(origin + "/sm/over.html");
+      });
+      return b;
+    case kSitemapBad:
+      // Well-formed up to a mismatched end tag: a reader keeps the entry
+      // before it, and cannot know the one after.
+      b += "<urlset";
+      b += kNs;
+      loc(origin + "/sm/before-error.html");
+      b += "<url><loc>" + origin + "/p/0.html</loc></urll>\n";
+      loc(origin + "/sm/after-error.html");
+      b += "</urlset>\n";
+      return b;
+    case kSitemapForeign:
+      urlset([&] {
+        const int f = NextNormalHost(host);
+        if (f != host) loc(Origin(f) + "/sm/foreign.html");
+      });
+      return b;
+    case kSitemapCross:
+      urlset([&] {
+        const int n = NextSitemapHost(host);
+        if (n != host) loc(Origin(n) + "/sm/cross.html");
+      });
+      return b;
+    default:
+      return "";
+  }
+}
+
+std::vector<std::string> Site::SitemapNever() const {
+  std::vector<std::string> out;
+  for (int h = 0; h < config_.hosts; ++h) {
+    if (!config_.profiles[h].sitemap) continue;
+    out.push_back(Origin(h) + "/sm/over.html");
+    out.push_back(Origin(h) + "/sm/after-error.html");
+    const int f = NextNormalHost(h);
+    if (f != h) out.push_back(Origin(f) + "/sm/foreign.html");
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<std::string> Site::SitemapFiles() const {
+  std::vector<std::string> out;
+  for (int h = 0; h < config_.hosts; ++h) {
+    if (!config_.profiles[h].sitemap) continue;
+    for (int f = 0; f < kSitemapFileCount; ++f) {
+      out.push_back(Origin(h) + std::string(SitemapPath(f)));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<std::string> Site::Seeds() const {
   // Never a link-farm host: the farm is reached by its one entry link.
   std::vector<std::string> out;
@@ -1278,9 +1517,29 @@ std::string RemoveDots(std::string_view path) {
 }  // namespace
 
 void Site::ComputeManifest(std::vector<std::string>* manifest,
-                           std::vector<std::string>* disallowed) const {
+                           std::vector<std::string>* disallowed,
+                           std::vector<std::string>* sitemap_only) const {
+  Bfs(/*with_sitemaps=*/true, manifest, disallowed);
+  if (sitemap_only == nullptr) return;
+  sitemap_only->clear();
+  const bool any = std::any_of(config_.profiles.begin(), config_.profiles.end(),
+                               [](const Profile& p) { return p.sitemap; });
+  if (!any) return;
+  // Sitemap-only: what the crawl finds with sitemaps and not without.
+  std::vector<std::string> links_only, unused;
+  Bfs(/*with_sitemaps=*/false, &links_only, &unused);
+  std::set_difference(manifest->begin(), manifest->end(), links_only.begin(),
+                      links_only.end(), std::back_inserter(*sitemap_only));
+}
+
+void Site::Bfs(bool with_sitemaps, std::vector<std::string>* manifest,
+               std::vector<std::string>* disallowed) const {
   manifest->clear();
   disallowed->clear();
+  // A crawler reads a host's robots.txt, and so its Sitemap: lines, when
+  // it first has a URL of the host: from then on what its sitemaps list
+  // is reachable too.
+  std::vector<bool> reached(config_.hosts, !with_sitemaps);
   std::unordered_set<std::string> seen;
   std::deque<std::pair<int, std::string>> queue;
   auto push = [&](int h, std::string target) {
@@ -1316,6 +1575,37 @@ void Site::ComputeManifest(std::vector<std::string>* manifest,
     if (q != std::string::npos) target += href.substr(q);
     push(h, std::move(target));
   };
+  // Marks host h0 as reached and queues what its sitemaps admit: the
+  // /sm/ pages, the /p/ pages /sitemap.xml and /sitemap-big.xml list, and
+  // the /sm/cross.html another host's cross sitemap lists for it. That
+  // cross sitemap lives on the other host, whose robots.txt is read before
+  // it is fetched: the other host is reached too.
+  auto reach = [&](int h0) {
+    std::vector<int> todo = {h0};
+    while (!todo.empty()) {
+      const int h = todo.back();
+      todo.pop_back();
+      if (reached[h]) continue;
+      reached[h] = true;
+      const Profile& p = config_.profiles[h];
+      if (p.sitemap) {
+        for (int k = 0; k < p.sitemap_pages; ++k) {
+          push(h, "/sm/" + std::to_string(k) + ".html");
+        }
+        push(h, "/sm/before-error.html");
+        for (int i = 0; i < std::min(config_.pages, 50000); ++i) {
+          push(h, "/p/" + std::to_string(i) + ".html");
+        }
+      }
+      if (!cross_target_[h]) continue;
+      push(h, "/sm/cross.html");
+      for (int a = 0; a < config_.hosts; ++a) {
+        if (a != h && config_.profiles[a].sitemap && NextSitemapHost(a) == h) {
+          todo.push_back(a);
+        }
+      }
+    }
+  };
   for (const std::string& seed : Seeds()) {
     push(*FindHost(seed.substr(7, seed.find(':', 7) - 7)), "/p/0.html");
   }
@@ -1323,6 +1613,7 @@ void Site::ComputeManifest(std::vector<std::string>* manifest,
   while (!queue.empty()) {
     auto [h, target] = std::move(queue.front());
     queue.pop_front();
+    if (!reached[h]) reach(h);
     std::string url = Origin(h) + target;
     if (PathDisallowed(h,
                        std::string_view(target).substr(0, target.find('?')))) {

@@ -77,6 +77,13 @@ struct Profile {
   // On a normal host: page /p/<n>.html also links to the first spam host's
   // /spam/0.html (-1: no link). The one way into the farm.
   int link_farm_entry = -1;
+  // Sitemaps (docs/WEBFARM.md, "Sitemaps"): robots.txt names /sitemap.xml
+  // and /sitemap_index.xml, which (with their children) list the pages
+  // /sm/<k>.html, k in [0, sitemap_pages), that no page links to, and the
+  // hostile cases: a 50,001-URL file, malformed XML, another host's URLs,
+  // a gzip bomb. Needs robots allow, disallow or crawl-delay.
+  bool sitemap = false;
+  int sitemap_pages = 4;
 };
 
 // Whether an X-Robots-Tag value tells the robot `agent` not to follow links:
@@ -127,7 +134,25 @@ enum class Kind {
   kNofollowTarget,  // /nf/rel/<a>.html (b=0), /nf/meta/<a>.html (b=1),
                     // /nf/xrt/<a>.html (b=2)
   kSpam,            // /spam/<a>.html on a link-farm host
+  kSitemapFile,     // a sitemap (profile sitemap); a = SitemapFile
+  kSitemapPage,     // /sm/<a>.html (a >= 0), or a named /sm/ page (a < 0)
 };
+
+// The sitemap files of a host with the sitemap profile (Kind::kSitemapFile,
+// Route::a), and their paths (SitemapPath).
+enum SitemapFile : int {
+  kSitemapMain = 0,     // /sitemap.xml: /p/0.html and the even /sm/<k>
+  kSitemapIndex = 1,    // /sitemap_index.xml: the five below
+  kSitemapGz = 2,       // /sitemap-gz.xml.gz: the odd /sm/<k>, gzipped
+  kSitemapBig = 3,      // /sitemap-big.xml: 50,001 URLs, the last /sm/over
+  kSitemapBad = 4,      // /sitemap-bad.xml: malformed after one entry
+  kSitemapForeign = 5,  // /sitemap-foreign.xml: another host's URL
+  kSitemapBomb = 6,     // /sitemap-bomb.xml.gz: gzip, 1 GiB of blanks
+  kSitemapCross = 7,    // /sitemap-cross.xml: named by the next sitemap
+                        // host's robots.txt, lists that host's /sm/cross
+  kSitemapFileCount = 8,
+};
+std::string_view SitemapPath(int file);
 
 struct Route {
   Kind kind = Kind::kNotFound;
@@ -205,8 +230,16 @@ class Site {
   static void LargeChunk(int64_t offset, size_t len, std::string* out);
 
   // The manifest and disallowed URL lists (sorted, canonical) and seeds.
+  // With sitemap hosts, the manifest holds their sitemap-only pages too;
+  // `sitemap_only` (if given) gets those alone (sorted).
   void ComputeManifest(std::vector<std::string>* manifest,
-                       std::vector<std::string>* disallowed) const;
+                       std::vector<std::string>* disallowed,
+                       std::vector<std::string>* sitemap_only = nullptr) const;
+  // The URLs sitemaps list that a crawler obeying the protocol (and
+  // stopping at the first XML error) never requests, and every sitemap
+  // file URL; both sorted, empty without sitemap hosts.
+  std::vector<std::string> SitemapNever() const;
+  std::vector<std::string> SitemapFiles() const;
   std::vector<std::string> Seeds() const;
 
   // "http://<name>:<port>" for host i; valid as long as the Site.
@@ -220,6 +253,14 @@ class Site {
   // ... and that header forbids crawld to follow the page's links.
   bool HeaderNofollow(int host, const Route& r) const;
   const std::string& Bomb();
+  // The manifest BFS, reading the sitemaps of the hosts it reaches or not.
+  void Bfs(bool with_sitemaps, std::vector<std::string>* manifest,
+           std::vector<std::string>* disallowed) const;
+  // The body of a sitemap file (not the bomb).
+  std::string SitemapBody(int host, int64_t file) const;
+  // The next host after `host` with the sitemap profile, wrapping around;
+  // `host` itself when it is the only one.
+  int NextSitemapHost(int host) const;
   // The i-th host of the normal (non-link-farm) hosts, in index order.
   int NormalHost(size_t i) const { return normal_hosts_[i]; }
   // The next normal host after `host`, wrapping around.
@@ -237,6 +278,11 @@ class Site {
   std::vector<int> normal_hosts_;
   std::vector<int> normal_pos_;
   std::vector<int> farm_hosts_;
+  // Per host: /sm/cross.html is listed by another host's cross sitemap
+  // (this host's robots.txt names it); /sm/foreign.html is listed by
+  // another host's foreign sitemap (nothing names it here).
+  std::vector<bool> cross_target_;
+  std::vector<bool> foreign_target_;
   std::string bomb_;  // built on first request
 };
 

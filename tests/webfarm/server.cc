@@ -862,15 +862,18 @@ int Main(int argc, char** argv) {
   }
   std::string farm_hosts;
   for (int h : site.LinkFarmHosts()) farm_hosts += site.HostName(h) + "\n";
-  std::vector<std::string> manifest, disallowed;
-  site.ComputeManifest(&manifest, &disallowed);
+  std::vector<std::string> manifest, disallowed, sitemap_only;
+  site.ComputeManifest(&manifest, &disallowed, &sitemap_only);
   for (const auto& [name, data] :
        std::vector<std::pair<std::string, std::string>>{
            {"hosts", hosts},
            {"manifest.txt", Lines(manifest)},
            {"disallowed.txt", Lines(disallowed)},
            {"seeds.txt", Lines(site.Seeds())},
-           {"link_farm.txt", farm_hosts}}) {
+           {"link_farm.txt", farm_hosts},
+           {"sitemap_only.txt", Lines(sitemap_only)},
+           {"sitemap_never.txt", Lines(site.SitemapNever())},
+           {"sitemaps.txt", Lines(site.SitemapFiles())}}) {
     if (Status st = WriteFile(dir + "/" + name, data); !st.ok()) {
       fprintf(stderr, "webfarm: %s\n", st.ToString().c_str());
       return 2;
