@@ -56,10 +56,17 @@ void Documents::Check(PageTask* task) const {
         case dedupe::ClaimOutcome::kClaimed:
           v.kind = DocumentVerdict::Kind::kNew;
           break;
-        case dedupe::ClaimOutcome::kOwn:
-          v.kind = DocumentVerdict::Kind::kOwn;
-          v.record_id = c.claim.record_id;
-          break;
+        case dedupe::ClaimOutcome::kOwn: {
+          std::lock_guard<std::mutex> l(own_mu_);
+          if (own_ids_.insert(c.claim.record_id).second) {
+            v.kind = DocumentVerdict::Kind::kOwn;
+            v.record_id = c.claim.record_id;
+            break;
+          }
+          // This process writes (or wrote) that record already.
+          v.outcome = dedupe::ClaimOutcome::kDuplicate;
+          [[fallthrough]];
+        }
         case dedupe::ClaimOutcome::kDuplicate:
           v.kind = DocumentVerdict::Kind::kDuplicate;
           v.original = std::move(c.claim);

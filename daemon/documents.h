@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "daemon/crawl_stats.h"
@@ -148,6 +149,17 @@ class Documents {
   WorkPool* pool_;
   CrawlStats* stats_;
   EventLog* log_;
+
+  // Record ids this process was told to write a body under (kOwn: a
+  // pending claim of the same URI, left by a killed process). The table
+  // answers kOwn again to a second fetch of that URI until the first's
+  // settle reaches it, and after a restart one URL can be queued twice (an
+  // in-flight item and its re-queued copy): the second write would reuse
+  // the record id (recovery.KillNine, seed 33157). A second kOwn of an id
+  // here is a revisit of the first. Rare (only claims a death left), so
+  // never trimmed.
+  mutable std::mutex own_mu_;
+  mutable std::unordered_set<std::string> own_ids_;  // guarded by own_mu_
 
   // Loop side.
   std::vector<Settle> queued_;

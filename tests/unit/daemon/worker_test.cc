@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -364,6 +365,36 @@ class World {
     int n = 0;
     for (const auto& [t, u] : Records()) n += t == type && u == uri;
     return n;
+  }
+
+  // Queues `url` again behind the seen check, as a restart does with a
+  // page that was in flight at the kill and is also queued anew.
+  void Requeue(const std::string& url) {
+    frontier::Item item;
+    item.url = url;
+    item.fingerprint = url::Fingerprint(url);
+    item.seed_host = std::string(url::Parse(url)->host());
+    ASSERT_TRUE(frontier_->Push(url::Parse(url)->origin_key(), item));
+  }
+  dedupe::ClaimTable& claims() { return *claims_; }
+  // WARC-Record-IDs of the records of `uri`, as (type, id).
+  std::vector<std::pair<std::string, std::string>> RecordIdsOf(
+      const std::string& uri) {
+    (void)warc_->Flush();
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const std::string& name :
+         OwnWarcFiles(dir_ + "/warc", config_.store.warc_prefix, 0)) {
+      auto reader = store::WarcReader::Open(dir_ + "/warc/" + name).value();
+      store::Record rec;
+      while (true) {
+        auto more = reader->Next(&rec);
+        if (!more.ok() || !*more) break;
+        if (rec.Header("WARC-Target-URI") == uri) {
+          out.emplace_back(rec.type(), rec.Header("WARC-Record-ID"));
+        }
+      }
+    }
+    return out;
   }
 
   void KeepDir() { remove_dir_ = false; }
@@ -898,6 +929,44 @@ TEST(WorkerPath, NotAcceptingStartsNothingNew) {
 
 // --- store failures and recovery
 // ------------------------------------------------
+
+// Issue 13 (recovery.KillNine, seed 33157): after a restart one URL can be
+// queued twice, and a claim its killed fetcher left pending answers "yours"
+// (kOwn) to both fetches; the second must be a revisit, not a second
+// response record under the same WARC-Record-ID.
+TEST(WorkerRecovery, Issue13_AClaimLeftByADeadProcessIsWrittenOnce) {
+  World w(Cfg());
+  w.SetWorkTime(2 * kS);  // the first write is still under way at the second
+  const std::string uri = "http://a.test/p";
+  w.web.pages[uri] = Html("<p>one body</p>");
+  const std::string dead_id = "<urn:uuid:00000000-0000-4000-8000-00000000dead>";
+  dedupe::DocumentClaim dead;
+  dead.record_id = dead_id;
+  dead.target_uri = uri;
+  dead.time_us = 1;
+  ASSERT_EQ(w.claims()
+                .Claim(dedupe::DocumentDigest128(w.web.pages[uri].body), dead)
+                .outcome,
+            dedupe::ClaimOutcome::kClaimed);
+  w.Seed(uri);
+  w.Requeue(uri);
+  w.Run();
+  ASSERT_EQ(w.web.Count(uri), 2);
+  const auto records = w.RecordIdsOf(uri);
+  std::set<std::string> ids;
+  int responses = 0, revisits = 0;
+  for (const auto& [type, id] : records) {
+    if (type == "request") continue;
+    EXPECT_TRUE(ids.insert(id).second) << "WARC-Record-ID twice: " << id;
+    responses += type == "response";
+    revisits += type == "revisit";
+    if (type == "response") {
+      EXPECT_EQ(id, dead_id);
+    }
+  }
+  EXPECT_EQ(responses, 1);
+  EXPECT_EQ(revisits, 1);
+}
 
 TEST(WorkerRecovery, ReplayFollowsLinksOfRecordsAfterTheCheckpoint) {
   const std::string dir = TempDir();
