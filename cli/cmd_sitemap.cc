@@ -12,7 +12,6 @@
 // the file was fetched from: it sets the scope (sitemaps.org "Sitemap file
 // location"); without it nothing is out of scope.
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -146,37 +145,26 @@ void PrintSummary(const sitemap::Report& r) {
   }
 }
 
-// One entry as a JSON object, written by hand: a Json value per entry
-// made a 50,000-URL sitemap take seconds in a debug build.
-void AppendEntryJson(const sitemap::Entry& e, std::string* out) {
-  out->append("{\"url\":");
-  json::AppendQuoted(out, e.url);
-  out->append(",\"kind\":\"");
-  out->append(sitemap::EntryKindName(e.kind));
-  out->append("\",\"lastmod\":");
-  out->append(e.lastmod ? std::to_string(*e.lastmod) : "null");
-  out->append(",\"changefreq\":");
-  if (e.changefreq == sitemap::ChangeFreq::kUnset) {
-    out->append("null");
-  } else {
-    out->push_back('"');
-    out->append(sitemap::ChangeFreqName(e.changefreq));
-    out->push_back('"');
-  }
-  out->append(",\"priority\":");
-  char buf[32];  // the shortest form that reads back the same double
-  const auto res = std::to_chars(buf, buf + sizeof buf, e.priority);
-  out->append(buf, res.ptr);
-  out->push_back('}');
-}
-
-// The whole report as one JSON object; "entries" comes last.
-std::string ToJson(std::string_view sitemap_url, const sitemap::Report& r,
-                   const std::vector<sitemap::Entry>& entries) {
+Json ToJson(std::string_view sitemap_url, const sitemap::Report& r,
+            const std::vector<sitemap::Entry>& entries) {
   Json j = Json::object();
   j["sitemap_url"] = std::string(sitemap_url);
   j["format"] = std::string(sitemap::FormatName(r.format));
   j["gzip"] = r.gzip;
+  Json list = Json::array();
+  for (const sitemap::Entry& e : entries) {
+    Json o = Json::object();
+    o["url"] = e.url;
+    o["kind"] = std::string(sitemap::EntryKindName(e.kind));
+    o["lastmod"] = e.lastmod ? Json(*e.lastmod) : Json(nullptr);
+    o["changefreq"] =
+        e.changefreq == sitemap::ChangeFreq::kUnset
+            ? Json(nullptr)
+            : Json(std::string(sitemap::ChangeFreqName(e.changefreq)));
+    o["priority"] = e.priority;
+    list.push_back(std::move(o));
+  }
+  j["entries"] = std::move(list);
   Json counters = Json::object();
   for (const auto& [name, value] : CounterList(r.counters)) {
     counters[name] = value;
@@ -194,15 +182,7 @@ std::string ToJson(std::string_view sitemap_url, const sitemap::Report& r,
     e["column"] = r.error_column;
     j["error"] = std::move(e);
   }
-  std::string out = json::Dump(j);
-  out.pop_back();  // the closing '}'
-  out.append(",\"entries\":[");
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    AppendEntryJson(entries[i], &out);
-  }
-  out.append("]}");
-  return out;
+  return j;
 }
 
 }  // namespace
@@ -300,7 +280,9 @@ int RunSitemapCommand(int argc, char** argv) {
   const sitemap::Report& report = reader.Finish();
   reader.TakeEntries(&entries);
   if (as_json) {
-    std::printf("%s\n", ToJson(sitemap_url.href(), report, entries).c_str());
+    std::printf(
+        "%s\n",
+        json::Dump(ToJson(sitemap_url.href(), report, entries)).c_str());
   } else {
     for (const sitemap::Entry& e : entries) PrintEntry(e);
     PrintSummary(report);
