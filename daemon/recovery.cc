@@ -245,6 +245,18 @@ uint64_t Recovery::ReplayWarcs(const std::string& from_file,
           Level::kWarn, "warc_tail_truncated",
           {{"file", name}, {"bytes", std::to_string(before - *cut)}});
     }
+    if (cut.ok() && *cut == 0 && name != parts_.warc->current_file()) {
+      // Its process was killed before the file's first record (warcinfo)
+      // reached the disk: nothing in it, and an empty file is no WARC
+      // (recovery.KillNine, seed 77643, a kill during a slow start). Its
+      // index can only be empty too.
+      std::filesystem::remove(path, ec);
+      if (!options_.index_dir.empty()) {
+        std::filesystem::remove(options_.index_dir + "/" + name + ".cdxj", ec);
+      }
+      parts_.log->Write(Level::kWarn, "warc_empty_removed", {{"file", name}});
+      continue;
+    }
     auto reader = store::WarcReader::Open(path);
     if (!reader.ok()) continue;
     const uint64_t from = name == from_file ? from_offset : 0;

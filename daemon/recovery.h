@@ -49,6 +49,8 @@ class Recovery {
   struct Options {
     std::string warc_dir;
     std::string warc_prefix;
+    // Where the writer keeps each WARC's CDXJ index ("": none).
+    std::string index_dir;
     int worker_id = 0;
     int workers = 1;  // the crawl's worker count, written into the state
   };

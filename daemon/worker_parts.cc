@@ -245,6 +245,9 @@ void Worker::Impl::BuildPath() {
   Recovery::Options ro;
   ro.warc_dir = config_.crawl.data_dir + "/warc";
   ro.warc_prefix = config_.store.warc_prefix;
+  if (config_.store.write_index) {
+    ro.index_dir = config_.crawl.data_dir + "/index";
+  }
   ro.worker_id = options_.worker_id;
   ro.workers = options_.workers;
   Recovery::Parts rp;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -1034,6 +1035,35 @@ TEST(WorkerRecovery, Issue13_ReplaySettlesClaimsBeforeTheFirstFetch) {
     responses += type == "response";
   }
   EXPECT_EQ(responses, 1);
+}
+
+// Issue 13 (recovery.KillNine, seed 77643): a worker killed right after it
+// created a WARC file, before the file's warcinfo reached the disk, left an
+// empty file, which is no WARC. Recovery removes it (and only such files:
+// the live writer's own new file stays).
+TEST(WorkerRecovery, Issue13_AnEmptyWarcLeftByAKillIsRemoved) {
+  const std::string dir = TempDir();
+  const std::string uri = "http://a.test/p";
+  {
+    World w(Cfg(), dir, /*checkpoints=*/true);
+    w.KeepDir();
+    w.web.pages[uri] = Html("<p>x</p>");
+    ASSERT_TRUE(w.recovery->Checkpoint("start").ok());
+    w.Seed(uri);
+    w.Run();
+  }
+  const std::string empty = dir + "/warc/" + Cfg().store.warc_prefix +
+                            "-29991231235959-00000-00000.warc.gz";
+  { std::ofstream(empty).flush(); }
+  ASSERT_TRUE(std::filesystem::exists(empty));
+  World w(Cfg(), dir, /*checkpoints=*/true);
+  ASSERT_TRUE(w.recovery->Recover().ok());
+  EXPECT_FALSE(std::filesystem::exists(empty));
+  // What was recorded before is still there, and the live file too.
+  EXPECT_EQ(w.RecordsOf("response", uri), 1);
+  EXPECT_GE(std::distance(std::filesystem::directory_iterator(dir + "/warc"),
+                          std::filesystem::directory_iterator{}),
+            2);
 }
 
 TEST(WorkerRecovery, ReplayFollowsLinksOfRecordsAfterTheCheckpoint) {
