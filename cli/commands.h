@@ -20,6 +20,7 @@ int RunLinksCommand(int argc, char** argv);   // links --base URL
 int RunRobotsCommand(int argc, char** argv);  // robots check | robots show
 int RunWarcCommand(int argc, char** argv);    // warc verify | ls | get
 int RunFilterCommand(int argc, char** argv);  // filter test --rules FILE
+int RunReportCommand(int argc, char** argv);  // report list | report NAME
 // status | metrics | pause | resume | stop | seeds | rules | host | docs;
 // argv[0] says which.
 int RunAdminCommand(int argc, char** argv);
