@@ -116,7 +116,8 @@ class Documents {
 
   // Recovery (on the loop, at start): `record` was written after the last
   // checkpoint, maybe by a process killed before it settled the record's
-  // claim. Settles it as stored (on the pool), so that a later fetch of
+  // claim. Settles it as stored, before returning (so before any fetch of
+  // this run is checked), so that a later fetch of
   // the same URL (another worker's, after a rebalance) is a revisit and
   // not a second full copy under the same record id. Any record may be
   // passed: only a complete 2xx response's own claim is touched.
