@@ -13,7 +13,6 @@ import http.client
 import io
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 import unittest
@@ -246,7 +245,6 @@ class CrawlReports(ReportChecks, unittest.TestCase):
         with harness.Webfarm(FARM) as farm, \
                 harness.Dnsmasq(farm.hosts_file) as dns:
             data = tempfile.mkdtemp(prefix="crawld-reports-")
-            self.addCleanup(shutil.rmtree, data, ignore_errors=True)
             port = farm.port
             redirect_seed = f"http://h2.farm.test:{port}/r/chain/0"
             lost_seed = f"http://nohost.farm.test:{port}/"
@@ -348,7 +346,6 @@ class SingleWorker(ReportChecks, unittest.TestCase):
             crawld, data = crawl_util.start_crawl(
                 farm, dns, **{"workers.count": 1,
                               "politeness.min_delay_ms": 250})
-            self.addCleanup(shutil.rmtree, data, ignore_errors=True)
             try:
                 api = wait_admin_url(crawld, data)
                 self.check_api_while_paused(api, data, min_pages=5)
