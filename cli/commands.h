@@ -22,6 +22,7 @@ int RunWarcCommand(int argc, char** argv);    // warc verify | ls | get
 int RunFilterCommand(int argc, char** argv);  // filter test --rules FILE
 // sitemap FILE [--url URL] [--cross-submitted HOST]... [--json]
 int RunSitemapCommand(int argc, char** argv);
+int RunReportCommand(int argc, char** argv);  // report list | report NAME
 // status | metrics | pause | resume | stop | seeds | rules | host | docs;
 // argv[0] says which.
 int RunAdminCommand(int argc, char** argv);

@@ -40,6 +40,10 @@ constexpr Group kGroups[] = {
 #ifdef CRAWLD_HAVE_CMD_WARC
     {"warc", "verify and list WARC files", crawld::cli::RunWarcCommand},
 #endif
+#ifdef CRAWLD_HAVE_CMD_REPORT
+    {"report", "crawl reports from a data directory (hosts, mime, ...)",
+     crawld::cli::RunReportCommand},
+#endif
 #ifdef CRAWLD_HAVE_CMD_ADMIN
     // Online: a running crawld's admin API (--api URL or --data DIR).
     {"status", "show a running crawl's state", crawld::cli::RunAdminCommand},
@@ -110,7 +114,12 @@ int main(int argc, char** argv) {
   for (const Group& g : kGroups) {
     if (cmd != g.name) continue;
 #ifdef CRAWLD_HAVE_CMD_ADMIN
-    if (!global.empty() && g.run != crawld::cli::RunAdminCommand) {
+    // `report` reads --data DIR too (`crawlctl --data DIR report hosts`).
+    bool takes_global = g.run == crawld::cli::RunAdminCommand;
+#ifdef CRAWLD_HAVE_CMD_REPORT
+    takes_global |= g.run == crawld::cli::RunReportCommand;
+#endif
+    if (!global.empty() && !takes_global) {
       std::fprintf(stderr,
                    "crawlctl: %s before the command is for the online "
                    "commands; '%s' is offline\n",

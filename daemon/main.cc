@@ -33,6 +33,7 @@
 #include "daemon/control.h"
 #include "daemon/supervisor.h"
 #include "daemon/worker.h"
+#include "report/report.h"
 
 namespace {
 
@@ -333,6 +334,38 @@ int CountDrainers(const crawld::conf::Config& config, int worker_count,
   return kGoOn;
 }
 
+// <data>/run/seeds.txt: the seed list of this run, which the supervisor
+// hands its workers and the crawl reports read (report/report.h).
+bool WriteSeedList(const std::string& data,
+                   const crawld::conf::SeedList& seeds) {
+  std::error_code ec;
+  std::filesystem::create_directories(data + "/run", ec);
+  std::string seed_lines;
+  for (const std::string& u : seeds.urls) seed_lines += u + "\n";
+  if (!WriteFile(data + "/run/seeds.txt", seed_lines)) {
+    fprintf(stderr, "crawld: cannot write %s/run/seeds.txt: %s\n", data.c_str(),
+            strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+// The crawl reports in <data>/reports (docs/OPERATIONS.md) when the crawl
+// ended by itself, by a limit or by the operator's stop; not after a
+// signal (a stop must be quick) or a failure.
+void WriteCrawlReports(const std::string& data, const std::string& why) {
+  if (why != "done" && why != "max_pages" && why != "max_duration" &&
+      why != "api stop" && why != "drained") {
+    return;
+  }
+  crawld::report::Options ro;
+  ro.data_dir = data;
+  if (crawld::Status s = crawld::report::WriteReports(ro, data + "/reports");
+      !s.ok()) {
+    fprintf(stderr, "crawld: crawl reports: %s\n", s.ToString().c_str());
+  }
+}
+
 int RunAsSupervisor(const crawld::conf::Config& config, const Args& a,
                     const crawld::conf::SeedList& seeds, int worker_count,
                     int drainers, bool leaving, const char* argv0) {
@@ -345,15 +378,8 @@ int RunAsSupervisor(const crawld::conf::Config& config, const Args& a,
   so.total_workers = config.cluster.nodes * worker_count;
   so.config_file = data + "/crawl.toml";
   so.seeds_file = data + "/run/seeds.txt";
+  if (!WriteSeedList(data, seeds)) return 1;
   std::error_code ec;
-  std::filesystem::create_directories(data + "/run", ec);
-  std::string seed_lines;
-  for (const std::string& u : seeds.urls) seed_lines += u + "\n";
-  if (!WriteFile(so.seeds_file, seed_lines)) {
-    fprintf(stderr, "crawld: cannot write %s: %s\n", so.seeds_file.c_str(),
-            strerror(errno));
-    return 1;
-  }
   so.crawld_path = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) so.crawld_path = argv0;
   so.progress = a.quiet ? nullptr : stderr;
@@ -365,6 +391,7 @@ int RunAsSupervisor(const crawld::conf::Config& config, const Args& a,
   }
   fputs(summary->ToText().c_str(), stdout);
   WriteFile(data + "/summary.json", summary->ToJson());
+  WriteCrawlReports(data, summary->stop_reason);
   const std::string& why = summary->stop_reason;
   return why == "worker_failed" || why == "store_error" ||
                  why == "node_id_in_use"
@@ -378,6 +405,7 @@ int RunAsWorker(const crawld::conf::Config& config, const Args& a,
                 crawld::conf::SeedList seeds, int worker_count) {
   namespace control = crawld::daemon::control;
   const bool supervised = a.worker_id >= 0;
+  if (!supervised && !WriteSeedList(config.crawl.data_dir, seeds)) return 1;
   crawld::daemon::WorkerOptions wo;
   wo.config = config;
   wo.seeds = std::move(seeds.urls);
@@ -402,6 +430,7 @@ int RunAsWorker(const crawld::conf::Config& config, const Args& a,
   if (!supervised) {
     fputs(summary->ToText().c_str(), stdout);
     WriteFile(data + "/summary.json", summary->ToJson());
+    WriteCrawlReports(data, summary->stop_reason);
   } else {
     // The supervisor sums these.
     WriteFile(data + "/worker-" + std::to_string(a.worker_id) + "/summary.json",

@@ -12,6 +12,7 @@
 #include "base/time.h"
 #include "cluster/cluster.h"
 #include "daemon/feed_json.h"
+#include "daemon/report_api.h"
 #include "http/http.h"
 #include "metrics/metrics.h"
 #include "store/store.h"
@@ -89,6 +90,9 @@ struct SupervisorAdmin::Impl {
   // node's merge of its workers by feed ID, with its watermark, whether or
   // not worker 0 is up (issue 14).
   std::unique_ptr<store::FeedReader> feed;
+  // GET /api/reports: computed from the node's data directory off the
+  // loop; cancelled when the admin API goes.
+  std::unique_ptr<ReportApi> reports;
 
   ~Impl() {
     if (keeper != nullptr) {
@@ -577,6 +581,10 @@ void SupervisorAdmin::Impl::AddRoutes() {
         [self](const Request& q, Responder r) { self->Host(q, r); });
   route("GET", "/api/docs",
         [self](const Request& q, Responder r) { self->Docs(q, r); });
+  route("GET", "/api/reports",
+        [self](const Request& q, Responder r) { self->reports->List(q, r); });
+  route("GET", "/api/reports/{name}",
+        [self](const Request& q, Responder r) { self->reports->Get(q, r); });
 }
 
 crawld::Status SupervisorAdmin::Impl::PublishUrl() {
@@ -640,6 +648,8 @@ Result<std::unique_ptr<SupervisorAdmin>> SupervisorAdmin::Start(
   auto client = http::Client::Create(loop, co);
   if (!client.ok()) return client.status();
   impl->client = std::move(client).value();
+  impl->reports = std::make_unique<ReportApi>(
+      std::make_unique<UvWorkPool>(loop), options.data_dir);
 
   impl->AddRoutes();
   if (Status s = impl->PublishUrl(); !s.ok()) return s;

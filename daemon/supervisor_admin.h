@@ -13,6 +13,8 @@
 //  - docs: the supervisor's own feed reader over <data>/index/feed, all
 //    local workers merged by feed ID, with the node's watermark;
 //  - hosts/{host}: to the host's owner on the ring;
+//  - reports/{name}: computed here from the node's data directory, off
+//    the loop (daemon/report_api.h);
 //  - stop: the supervisor's own stop callback (it stops every worker at a
 //    checkpoint).
 // The worker calls are asynchronous (http::Client: libcurl multi on the

@@ -49,6 +49,8 @@ Result<std::unique_ptr<WorkerApi>> WorkerApi::Start(
   auto server = http::Server::Create(loop, ao);
   if (!server.ok()) return server.status();
   api->server_ = std::move(server).value();
+  api->reports_ = std::make_unique<ReportApi>(
+      std::make_unique<UvWorkPool>(loop), parts.config->crawl.data_dir);
   api->Routes();
 
   const std::string& bound = ao.bind_address;
@@ -73,6 +75,8 @@ Result<std::unique_ptr<WorkerApi>> WorkerApi::Start(
 WorkerApi::~WorkerApi() = default;
 
 void WorkerApi::Close(uv_loop_t* loop) {
+  // A report in progress would hold the end of the loop: cut it short.
+  reports_->Cancel();
   std::error_code ec;
   std::filesystem::remove(url_file_, ec);
   auto* t = new uv_timer_t;
@@ -156,6 +160,10 @@ void WorkerApi::Routes() {
   });
   route("GET", "/api/docs",
         [this](const Request& req, Responder r) { ReadFeed(req, r); });
+  route("GET", "/api/reports",
+        [this](const Request& req, Responder r) { reports_->List(req, r); });
+  route("GET", "/api/reports/{name}",
+        [this](const Request& req, Responder r) { reports_->Get(req, r); });
   // Counters mirror the summary counts at each scrape: one place counts.
   metrics_.AddCollector([this] { SyncMetrics(); });
 }

@@ -1,7 +1,7 @@
 // daemon/worker_api.h: a worker's admin API routes (docs/API.md): status,
 // metrics, pause, resume, stop, seeds, rules reload and test, host
-// records, the document feed. Served on the worker's loop by the admin
-// HTTP server; with several workers the supervisor serves the configured
+// records, the document feed, crawl reports. Served on the worker's loop by the
+// admin HTTP server; with several workers the supervisor serves the configured
 // address and asks each worker's API (daemon/supervisor_admin.h).
 #ifndef CRAWLD_DAEMON_WORKER_API_H_
 #define CRAWLD_DAEMON_WORKER_API_H_
@@ -20,6 +20,7 @@
 #include "daemon/event_log.h"
 #include "daemon/hosts.h"
 #include "daemon/ports.h"
+#include "daemon/report_api.h"
 #include "frontier/frontier.h"
 #include "http/http.h"
 #include "metrics/metrics.h"
@@ -97,6 +98,7 @@ class WorkerApi {
   std::unique_ptr<http::Server> server_;
   metrics::Registry metrics_;
   std::unique_ptr<store::FeedReader> feed_;
+  std::unique_ptr<ReportApi> reports_;  // GET /api/reports, off the loop
   std::string url_;
   std::string url_file_;
 };
