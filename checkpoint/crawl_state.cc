@@ -121,6 +121,8 @@ std::string EncodeMeta(const CrawlMeta& m) {
   PutBytes(&v, m.warc_file);
   PutVarint(&v, m.warc_size);
   PutVarint(&v, static_cast<uint64_t>(m.workers));
+  PutBytes(&v, m.settle_file);
+  PutVarint(&v, m.settle_offset);
   return v;
 }
 
@@ -262,7 +264,8 @@ Result<CrawlMeta> LoadCrawlMeta(const Store& store) {
   }
   Reader r(**value);
   const uint64_t version = r.Varint();
-  if (r.ok() && version != kCrawlStateVersion) {
+  if (r.ok() && version != kCrawlStateVersion &&
+      version != kCrawlStateVersionNoSettle) {
     return Status::FailedPrecondition(
         "checkpoint: layout " + std::to_string(version) +
         ", this crawld reads layout " + std::to_string(kCrawlStateVersion) +
@@ -274,6 +277,10 @@ Result<CrawlMeta> LoadCrawlMeta(const Store& store) {
   meta.warc_file = r.Bytes();
   meta.warc_size = r.Varint();
   meta.workers = static_cast<int>(r.Varint());
+  if (version == kCrawlStateVersion) {
+    meta.settle_file = r.Bytes();
+    meta.settle_offset = r.Varint();
+  }
   if (!r.done() || meta.workers < 1) return Corrupt(kMetaKey);
   return meta;
 }

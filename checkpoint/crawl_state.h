@@ -32,7 +32,9 @@ namespace crawld::checkpoint {
 
 // The layout version written by this build (docs/CHECKPOINT.md). A store
 // written by another layout version is refused on load, never misread.
-inline constexpr uint32_t kCrawlStateVersion = 2;
+inline constexpr uint32_t kCrawlStateVersion = 3;
+// The layout before 3 (no settle position in `meta`), still read.
+inline constexpr uint32_t kCrawlStateVersionNoSettle = 2;
 
 // A URL with what travels with it through the frontier.
 struct UrlEntry {
@@ -65,6 +67,12 @@ struct CrawlMeta {
   std::string warc_file;
   uint64_t warc_size = 0;
   int workers = 1;  // the crawl's worker count (a change means rebalance)
+  // Where the oldest record before that position whose dedupe claim was
+  // not settled yet begins ("" when none): recovery settles the claims of
+  // the records from there to the position above, and does nothing else
+  // with them. A checkpoint of layout 2 has none.
+  std::string settle_file;
+  uint64_t settle_offset = 0;
 };
 
 // A host's robots.txt as last fetched, so that a restart does not fetch

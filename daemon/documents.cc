@@ -53,9 +53,12 @@ void Documents::Check(PageTask* task) const {
       dedupe::ClaimResult c = claims_->Claim(*v.digest, proposal);
       v.outcome = c.outcome;
       switch (c.outcome) {
-        case dedupe::ClaimOutcome::kClaimed:
+        case dedupe::ClaimOutcome::kClaimed: {
           v.kind = DocumentVerdict::Kind::kNew;
+          std::lock_guard<std::mutex> l(own_mu_);
+          own_ids_.insert(v.record_id);
           break;
+        }
         case dedupe::ClaimOutcome::kOwn: {
           std::lock_guard<std::mutex> l(own_mu_);
           if (own_ids_.insert(c.claim.record_id).second) {
@@ -157,14 +160,16 @@ void Documents::Recorded(const DocumentVerdict& v,
       }
       break;
   }
-  if (written == nullptr) return;
+  const bool claimant = v.kind == Kind::kNew || v.kind == Kind::kOwn;
   Settle s;
-  if (v.kind == Kind::kNew || v.kind == Kind::kOwn) {
+  if (claimant && written != nullptr) {
     const Status::Code code =
         written->ok() ? Status::Code::kOk : written->status().code();
     if (code == Status::Code::kOk) {
       s.claimed = true;
       s.stored = true;
+      s.position = {(*written)->response.file, (*written)->response.offset};
+      unsettled_.insert(s.position);
     } else if (code == Status::Code::kInvalidArgument ||
                code == Status::Code::kResourceExhausted) {
       // Refused: nothing was written and the page is not fetched again.
@@ -174,6 +179,13 @@ void Documents::Recorded(const DocumentVerdict& v,
     s.digest = *v.digest;
     s.record_id = v.record_id;
   }
+  if (claimant && !s.claimed) {
+    // Not written (a disk error): the claim stays pending and the page's
+    // next fetch writes the body under its id.
+    std::lock_guard<std::mutex> l(own_mu_);
+    own_ids_.erase(v.record_id);
+  }
+  if (written == nullptr) return;
   if (v.new_simhash.has_value()) {
     // Written: the reference from now on; else only forgotten as pending.
     s.simhash = v.new_simhash;
@@ -217,9 +229,16 @@ void Documents::Replayed(const store::Record& record) {
   const std::string record_id(record.Header("WARC-Record-ID"));
   if (!claims_->Settle(dedupe::DocumentDigest128(body), record_id, true).ok()) {
     stats_->Count("dedupe_settle_failed");
+    // Still pending: a record of it exists, so it is never written again.
+    std::lock_guard<std::mutex> l(own_mu_);
+    own_ids_.insert(record_id);
   }
-  std::lock_guard<std::mutex> l(own_mu_);
-  own_ids_.insert(record_id);  // a record of it exists: never written again
+}
+
+std::optional<std::pair<std::string, uint64_t>> Documents::OldestUnsettled()
+    const {
+  if (unsettled_.empty()) return std::nullopt;
+  return *unsettled_.begin();
 }
 
 void Documents::StartSettling() {
@@ -228,7 +247,12 @@ void Documents::StartSettling() {
   queued_.clear();
   auto failed = std::make_shared<size_t>(0);
   pool_->Run([this, batch, failed] { *failed = ApplySettles(*batch); },
-             [this, failed] {
+             [this, batch, failed] {
+               for (const Settle& s : *batch) {
+                 if (s.claimed && s.stored) {
+                   unsettled_.erase(unsettled_.find(s.position));
+                 }
+               }
                settling_ = false;
                if (*failed > 0) stats_->Count("dedupe_settle_failed", *failed);
                if (!queued_.empty()) StartSettling();
@@ -238,8 +262,14 @@ void Documents::StartSettling() {
 size_t Documents::ApplySettles(const std::vector<Settle>& batch) {
   size_t failed = 0;
   for (const Settle& s : batch) {
-    if (s.claimed && !claims_->Settle(s.digest, s.record_id, s.stored).ok()) {
-      ++failed;
+    if (s.claimed) {
+      if (claims_->Settle(s.digest, s.record_id, s.stored).ok()) {
+        // Settled: the table answers for it from now on.
+        std::lock_guard<std::mutex> l(own_mu_);
+        own_ids_.erase(s.record_id);
+      } else {
+        ++failed;
+      }
     }
     if (s.simhash.has_value()) {
       std::lock_guard<std::mutex> l(near_mu_);

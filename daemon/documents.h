@@ -25,9 +25,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "daemon/crawl_stats.h"
@@ -123,6 +125,16 @@ class Documents {
   // passed: only a complete 2xx response's own claim is touched.
   void Replayed(const store::Record& record);
 
+  // Where the oldest record written with a claim that is not settled yet
+  // begins (WARC basename and offset), if any. A checkpoint keeps it: the
+  // records from there to the checkpoint's WARC position are behind that
+  // position and so not replayed, yet a kill before their settles leaves
+  // their claims pending, and the next fetch of such a URL would be told
+  // kOwn and write a second record under the same id (recovery.KillNine,
+  // seed 92667). Recovery passes them to Replayed, and only to it.
+  [[nodiscard]] std::optional<std::pair<std::string, uint64_t>>
+  OldestUnsettled() const;
+
   [[nodiscard]] bool exact_enabled() const { return claims_ != nullptr; }
   [[nodiscard]] bool near_enabled() const { return near_ != nullptr; }
 
@@ -135,6 +147,8 @@ class Documents {
     std::optional<uint64_t> simhash;  // a near reference to remember
     dedupe::DocumentCopy copy;
     std::string file;
+    // claimed && stored: where the record is (unsettled_).
+    std::pair<std::string, uint64_t> position;
   };
   // Runs the queued settles on the pool, one batch at a time.
   void StartSettling();
@@ -151,18 +165,22 @@ class Documents {
   CrawlStats* stats_;
   EventLog* log_;
 
-  // Record ids this process was told to write a body under (kOwn: a
-  // pending claim of the same URI, left by a killed process). The table
-  // answers kOwn again to a second fetch of that URI until the first's
-  // settle reaches it, and after a restart one URL can be queued twice (an
-  // in-flight item and its re-queued copy): the second write would reuse
-  // the record id (recovery.KillNine, seed 33157). A second kOwn of an id
-  // here is a revisit of the first. Rare (only claims a death left), so
-  // never trimmed.
+  // Record ids this process writes (or wrote) a body under and whose claim
+  // is not settled yet: claimed (kNew), or told kOwn (a pending claim of
+  // the same URI). The table answers kOwn to a second fetch of that URI
+  // until the settle reaches it, and one URL can be queued twice (after a
+  // restart, an in-flight item and its re-queued copy): the second write
+  // would reuse the record id (recovery.KillNine, seed 33157). A kOwn of
+  // an id here is a revisit of the first. An id leaves once its settle is
+  // applied (the table then answers kDuplicate, or a fresh claim), or
+  // when its record was not written (the next fetch writes it): the set
+  // holds the pages between their check and their settle.
   mutable std::mutex own_mu_;
   mutable std::unordered_set<std::string> own_ids_;  // guarded by own_mu_
 
   // Loop side.
+  // Positions of the records whose stored-settle is queued or running.
+  std::multiset<std::pair<std::string, uint64_t>> unsettled_;
   std::vector<Settle> queued_;
   bool settling_ = false;
   uint64_t unavailable_ = 0;  // pages the store failed, for the log's pace

@@ -105,6 +105,12 @@ Status Recovery::Checkpoint(const char* why) {
   const uint64_t size = std::filesystem::file_size(
       options_.warc_dir + "/" + st.meta.warc_file, ec);
   st.meta.warc_size = ec ? 0 : size;
+  if (parts_.documents != nullptr) {
+    if (auto oldest = parts_.documents->OldestUnsettled()) {
+      st.meta.settle_file = oldest->first;
+      st.meta.settle_offset = oldest->second;
+    }
+  }
   // The pages in flight go into the frontier's manifest, at the head of
   // their queues: the manifest replaces its predecessor in one atomic step,
   // and the state batch below in another, so a list of them kept in the
@@ -198,6 +204,9 @@ Result<int> Recovery::Recover() {
   if (parts_.peers != nullptr) parts_.peers->Resend(st.outbox);
 
   uint64_t truncated = 0;
+  if (!st.meta.settle_file.empty() && parts_.documents != nullptr) {
+    SettleBefore(st.meta);
+  }
   const uint64_t replayed =
       ReplayWarcs(st.meta.warc_file, st.meta.warc_size, &truncated);
   parts_.stats->Count("recovered_records", replayed);
@@ -211,6 +220,31 @@ Result<int> Recovery::Recover() {
        {"truncated_files", std::to_string(truncated)},
        {"ms", std::to_string((parts_.clock->MonotonicUs() - t0) / 1000)}});
   return std::max(1, st.meta.workers);
+}
+
+void Recovery::SettleBefore(const checkpoint::CrawlMeta& meta) {
+  uint64_t settled = 0;
+  for (const std::string& name : OwnWarcFiles(
+           options_.warc_dir, options_.warc_prefix, options_.worker_id)) {
+    if (name < meta.settle_file) continue;
+    if (!meta.warc_file.empty() && name > meta.warc_file) break;
+    auto reader = store::WarcReader::Open(options_.warc_dir + "/" + name);
+    if (!reader.ok()) continue;
+    const uint64_t from = name == meta.settle_file ? meta.settle_offset : 0;
+    const uint64_t to = name == meta.warc_file ? meta.warc_size : UINT64_MAX;
+    store::Record rec;
+    while (true) {
+      auto more = (*reader)->Next(&rec);
+      if (!more.ok() || !*more || rec.offset >= to) break;
+      if (rec.offset < from) continue;
+      parts_.documents->Replayed(rec);
+      ++settled;
+    }
+  }
+  parts_.log->Write(
+      Level::kInfo, "claims_settled",
+      {{"records", std::to_string(settled)},
+       {"from", meta.settle_file + ":" + std::to_string(meta.settle_offset)}});
 }
 
 uint64_t Recovery::ReplayWarcs(const std::string& from_file,

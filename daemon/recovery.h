@@ -87,6 +87,9 @@ class Recovery {
  private:
   void CollectChangedHosts(checkpoint::CrawlState* st,
                            std::vector<std::string>* robots_dirty);
+  // Settles the claims of the records from meta's settle position up to
+  // its WARC position (Documents::OldestUnsettled).
+  void SettleBefore(const checkpoint::CrawlMeta& meta);
   uint64_t ReplayWarcs(const std::string& from_file, uint64_t from_offset,
                        uint64_t* truncated_files);
 

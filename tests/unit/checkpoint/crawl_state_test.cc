@@ -45,6 +45,8 @@ CrawlState Sample() {
   s.meta.warc_file = "crawl-20261126030000-00001-00003.warc.gz";
   s.meta.warc_size = 987654321;
   s.meta.workers = 4;
+  s.meta.settle_file = "crawl-20261126025959-00001-00002.warc.gz";
+  s.meta.settle_offset = 4242;
   UrlEntry e;
   e.host_key = "http://a.test";
   e.url = "http://a.test/p?q=\t\n\xff";
@@ -99,6 +101,8 @@ TEST(CrawlState, RoundTripsEveryField) {
   EXPECT_EQ(out->meta.warc_file, in.meta.warc_file);
   EXPECT_EQ(out->meta.warc_size, in.meta.warc_size);
   EXPECT_EQ(out->meta.workers, 4);
+  EXPECT_EQ(out->meta.settle_file, in.meta.settle_file);
+  EXPECT_EQ(out->meta.settle_offset, 4242u);
   ASSERT_EQ(out->in_flight.size(), 2u);
   const UrlEntry& e = out->in_flight[0];
   EXPECT_EQ(e.host_key, "http://a.test");
@@ -207,6 +211,32 @@ TEST(CrawlState, AnotherLayoutVersionIsRefused) {
   auto out = LoadCrawlState(*store, {});
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), Status::Code::kFailedPrecondition);
+}
+
+// A checkpoint of layout 2, written before the settle position existed,
+// is read: a crawld upgraded in the middle of a crawl goes on with it.
+TEST(CrawlState, LayoutTwoIsReadWithoutASettlePosition) {
+  StateDir dir;
+  auto store = dir.Open();
+  std::string v;
+  v.push_back(2);  // layout
+  v.push_back(7);  // pages
+  v.push_back(9);  // bytes
+  v.push_back(1);  // robots fetches
+  v.push_back(3);  // WARC name length
+  v += "a.w";
+  v.push_back(100);  // WARC size
+  v.push_back(2);    // workers
+  Store::Batch b;
+  b.Put("meta", v);
+  ASSERT_TRUE(store->Write(b).ok());
+  auto out = LoadCrawlState(*store, {});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->meta.pages, 7u);
+  EXPECT_EQ(out->meta.warc_file, "a.w");
+  EXPECT_EQ(out->meta.warc_size, 100u);
+  EXPECT_EQ(out->meta.workers, 2);
+  EXPECT_TRUE(out->meta.settle_file.empty());
 }
 
 TEST(CrawlState, TheFirstLayoutIsRefusedNotMisread) {

@@ -1066,6 +1066,90 @@ TEST(WorkerRecovery, Issue13_AnEmptyWarcLeftByAKillIsRemoved) {
             2);
 }
 
+// Issue 13: a URL queued twice in one process whose first fetch claimed
+// the body (kNew) and is still being written when the second is checked:
+// the table answers kOwn (the claim is pending under the same URI), and
+// the second must become a revisit, not a second response under the
+// first's record id.
+TEST(WorkerRecovery, Issue13_ASecondFetchBeforeTheFirstSettledIsARevisit) {
+  World w(Cfg());
+  w.SetWorkTime(2 * kS);  // the first write is still under way at the second
+  const std::string uri = "http://a.test/p";
+  w.web.pages[uri] = Html("<p>one body</p>");
+  w.Seed(uri);
+  w.Requeue(uri);
+  w.Run();
+  ASSERT_EQ(w.web.Count(uri), 2);
+  std::set<std::string> ids;
+  int responses = 0, revisits = 0;
+  for (const auto& [type, id] : w.RecordIdsOf(uri)) {
+    if (type == "request") continue;
+    EXPECT_TRUE(ids.insert(id).second) << "WARC-Record-ID twice: " << id;
+    responses += type == "response";
+    revisits += type == "revisit";
+  }
+  EXPECT_EQ(responses, 1);
+  EXPECT_EQ(revisits, 1);
+}
+
+// Issue 13 (recovery.KillNine, seed 92667): a checkpoint taken after a
+// record was written and before its claim's settle reached the table puts
+// the record behind the checkpoint's WARC position, so the replay never
+// sees it; a kill then leaves the claim pending. A fetch of that URL after
+// the restart (it was queued twice) must be a revisit, not a second
+// response under the same record id: the checkpoint says where the
+// unsettled records begin and recovery settles them.
+TEST(WorkerRecovery, Issue13_ACheckpointBeforeASettleKeepsTheClaimForRecovery) {
+  const std::string dir = TempDir();
+  const std::string uri = "http://a.test/p";
+  const Page page = Html("<p>the body</p>");
+  const dedupe::Digest128 digest = dedupe::DocumentDigest128(page.body);
+  dedupe::DocumentClaim probe;
+  probe.record_id = "<urn:uuid:00000000-0000-4000-8000-0000000000bb>";
+  probe.target_uri = "http://b.test/probe";
+  probe.time_us = 3;
+  std::string written_id;
+  {
+    World w(Cfg(), dir, /*checkpoints=*/true);
+    w.KeepDir();
+    w.web.pages[uri] = page;
+    w.DeferWork();
+    w.SetWorkTime(1 * kS);
+    ASSERT_TRUE(w.recovery->Checkpoint("start").ok());
+    w.Seed(uri);
+    // Step until the response is in the WARC and its claim still pending.
+    for (int step = 0; step < 200 && written_id.empty(); ++step) {
+      w.Run(50 * kMs);
+      w.clock.now += 50 * kMs;  // Run stops at the last event before it
+      for (const auto& [type, id] : w.RecordIdsOf(uri)) {
+        if (type == "response") written_id = id;
+      }
+    }
+    ASSERT_FALSE(written_id.empty());
+    const dedupe::ClaimResult now = w.claims().Claim(digest, probe);
+    ASSERT_EQ(now.outcome, dedupe::ClaimOutcome::kDuplicate);
+    ASSERT_FALSE(now.claim.stored) << "settled before the checkpoint";
+    ASSERT_TRUE(w.recovery->Checkpoint("interval").ok());
+    // Killed here: the settle queued on the pool never runs.
+  }
+  World w(Cfg(), dir, /*checkpoints=*/true);
+  w.web.pages[uri] = page;
+  ASSERT_TRUE(w.recovery->Recover().ok());
+  const dedupe::ClaimResult now = w.claims().Claim(digest, probe);
+  EXPECT_EQ(now.outcome, dedupe::ClaimOutcome::kDuplicate);
+  EXPECT_TRUE(now.claim.stored) << "the claim is still pending";
+  w.Requeue(uri);
+  w.Run();
+  std::set<std::string> ids;
+  int responses = 0;
+  for (const auto& [type, id] : w.RecordIdsOf(uri)) {
+    if (type == "request") continue;
+    EXPECT_TRUE(ids.insert(id).second) << "WARC-Record-ID twice: " << id;
+    responses += type == "response";
+  }
+  EXPECT_EQ(responses, 1);
+}
+
 TEST(WorkerRecovery, ReplayFollowsLinksOfRecordsAfterTheCheckpoint) {
   const std::string dir = TempDir();
   std::map<std::string, Page> web;
