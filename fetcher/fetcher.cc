@@ -308,6 +308,35 @@ struct Fetcher::Impl {
   std::unordered_set<SockPoll*> polls;
   std::vector<Completion> completions;
   Stats stats;
+  // Easy handles of finished transfers, reset (curl_easy_reset keeps their
+  // buffers): a new transfer takes one instead of allocating and zeroing a
+  // fresh handle and its 16 KiB buffer (issue 16). At most max_connections.
+  std::vector<CURL*> spare_easy;
+
+  CURL* TakeEasy() {
+    if (spare_easy.empty()) return curl_easy_init();
+    CURL* e = spare_easy.back();
+    spare_easy.pop_back();
+    return e;
+  }
+
+  // Gives a transfer's handle back once curl no longer holds it. The DNS
+  // share is detached first: curl_easy_reset leaves it attached, and a
+  // share in use cannot be freed (FreeOwned).
+  void ReleaseEasy(Fetch* f) {
+    CURL* e = f->easy;
+    f->easy = nullptr;
+    if (e == nullptr) return;
+    if (f->dns_cache != nullptr) {
+      curl_easy_setopt(e, CURLOPT_SHARE, static_cast<CURLSH*>(nullptr));
+    }
+    if (shut_down || spare_easy.size() >= options.max_connections) {
+      curl_easy_cleanup(e);
+      return;
+    }
+    curl_easy_reset(e);
+    spare_easy.push_back(e);
+  }
 
   // The single transition function: every state change goes through here.
   void SetState(Fetch* f, State to) {
@@ -785,7 +814,7 @@ struct Fetcher::Impl {
     }
     r.end_us = WallMicros();
     SetState(f, State::kDone);
-    curl_easy_cleanup(f->easy);
+    ReleaseEasy(f);
     FreeOwned(f);
     active.erase(f);
     Completion c{std::move(f->done), std::move(f->response)};
@@ -1068,7 +1097,7 @@ void Fetcher::Submit(Request request, std::function<void(Response&&)> done) {
   f->done = std::move(done);
   f->max_body = f->request.max_body_bytes > 0 ? f->request.max_body_bytes
                                               : impl->options.max_body_bytes;
-  f->easy = curl_easy_init();
+  f->easy = impl->TakeEasy();
   Status s = f->easy != nullptr ? impl->Configure(f)
                                 : Status::Internal("curl_easy_init failed");
   if (s.ok()) {
@@ -1079,7 +1108,7 @@ void Fetcher::Submit(Request request, std::function<void(Response&&)> done) {
     r.error = ErrorClass::kOther;
     r.error_message = s.ToString();
     r.end_us = WallMicros();
-    if (f->easy != nullptr) curl_easy_cleanup(f->easy);
+    impl->ReleaseEasy(f);
     Impl::FreeOwned(f);
     DoneFn cb = std::move(f->done);
     delete f;
@@ -1108,6 +1137,8 @@ void Fetcher::Shutdown() {
   // Closes cached connections; the socket callback may run for them.
   curl_multi_cleanup(impl->multi);
   impl->multi = nullptr;
+  for (CURL* e : impl->spare_easy) curl_easy_cleanup(e);
+  impl->spare_easy.clear();
   for (Impl::SockPoll* sp : impl->polls) {
     uv_poll_stop(&sp->poll);
     CloseAndDelete(sp);
