@@ -64,10 +64,17 @@ void Documents::Check(PageTask* task) const {
         case dedupe::ClaimOutcome::kClaimed:
           v.kind = DocumentVerdict::Kind::kNew;
           break;
-        case dedupe::ClaimOutcome::kOwn:
-          v.kind = DocumentVerdict::Kind::kOwn;
-          v.record_id = c.claim.record_id;
-          break;
+        case dedupe::ClaimOutcome::kOwn: {
+          std::lock_guard<std::mutex> l(own_mu_);
+          if (own_ids_.insert(c.claim.record_id).second) {
+            v.kind = DocumentVerdict::Kind::kOwn;
+            v.record_id = c.claim.record_id;
+            break;
+          }
+          // This process writes (or wrote) that record already.
+          v.outcome = dedupe::ClaimOutcome::kDuplicate;
+          [[fallthrough]];
+        }
         case dedupe::ClaimOutcome::kDuplicate:
           v.kind = DocumentVerdict::Kind::kDuplicate;
           v.original = std::move(c.claim);
@@ -209,13 +216,18 @@ void Documents::Replayed(const store::Record& record) {
   }
   const std::string_view body = block.substr(head_end + 4);
   if (body.size() > options_.max_body_bytes) return;
-  Settle s;
-  s.digest = dedupe::DocumentDigest128(body);
-  s.record_id = record.Header("WARC-Record-ID");
-  s.claimed = true;
-  s.stored = true;
-  queued_.push_back(std::move(s));
-  if (!settling_) StartSettling();
+  // Settled here and now, not queued for the pool: recovery runs before
+  // the loop starts its first fetch, and a fetch of the same URL checked
+  // before this settle would be told the claim is its own (kOwn) and write
+  // a second record under this record's id (recovery.KillNine, seed 2357:
+  // a URL queued twice after a restart). A blocking call is fine here, as
+  // the WARC reads of the replay around it are.
+  const std::string record_id(record.Header("WARC-Record-ID"));
+  if (!claims_->Settle(dedupe::DocumentDigest128(body), record_id, true).ok()) {
+    stats_->Count("dedupe_settle_failed");
+  }
+  std::lock_guard<std::mutex> l(own_mu_);
+  own_ids_.insert(record_id);  // a record of it exists: never written again
 }
 
 void Documents::StartSettling() {

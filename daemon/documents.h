@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "daemon/crawl_stats.h"
@@ -115,7 +116,8 @@ class Documents {
 
   // Recovery (on the loop, at start): `record` was written after the last
   // checkpoint, maybe by a process killed before it settled the record's
-  // claim. Settles it as stored (on the pool), so that a later fetch of
+  // claim. Settles it as stored, before returning (so before any fetch of
+  // this run is checked), so that a later fetch of
   // the same URL (another worker's, after a rebalance) is a revisit and
   // not a second full copy under the same record id. Any record may be
   // passed: only a complete 2xx response's own claim is touched.
@@ -148,6 +150,17 @@ class Documents {
   WorkPool* pool_;
   CrawlStats* stats_;
   EventLog* log_;
+
+  // Record ids this process was told to write a body under (kOwn: a
+  // pending claim of the same URI, left by a killed process). The table
+  // answers kOwn again to a second fetch of that URI until the first's
+  // settle reaches it, and after a restart one URL can be queued twice (an
+  // in-flight item and its re-queued copy): the second write would reuse
+  // the record id (recovery.KillNine, seed 33157). A second kOwn of an id
+  // here is a revisit of the first. Rare (only claims a death left), so
+  // never trimmed.
+  mutable std::mutex own_mu_;
+  mutable std::unordered_set<std::string> own_ids_;  // guarded by own_mu_
 
   // Loop side.
   std::vector<Settle> queued_;

@@ -65,6 +65,36 @@ std::optional<fetcher::Response> ResponseOf(const store::Record& rec) {
 
 }  // namespace
 
+// Changed host records: a robots copy or a trap budget, each entry whole
+// (the other half from its owner as it is now). The keys of the robots
+// copies taken go to `robots_dirty`, to be marked again if the write fails.
+void Recovery::CollectChangedHosts(checkpoint::CrawlState* st,
+                                   std::vector<std::string>* robots_dirty) {
+  std::map<std::string, checkpoint::HostState> hosts;
+  parts_.hosts->TakeDirty(
+      [&](const std::string& key,
+          const std::optional<checkpoint::RobotsCopy>& copy) {
+        hosts[key].robots = copy;
+        robots_dirty->push_back(key);
+      });
+  parts_.traps->ForEachDirty(
+      [&](const std::string& key, uint64_t admitted) {
+        hosts[key].admitted_urls = admitted;
+      },
+      [&](uint64_t key, uint32_t variants) {
+        st->query_variants.emplace_back(key, variants);
+      });
+  for (auto& [key, host] : hosts) {
+    if (!host.robots.has_value()) {
+      if (const HostRecord* r = parts_.hosts->Find(key)) host.robots = r->copy;
+    }
+    if (host.admitted_urls == 0) {
+      host.admitted_urls = parts_.traps->Admitted(key);
+    }
+    st->hosts.emplace_back(key, std::move(host));
+  }
+}
+
 Status Recovery::Checkpoint(const char* why) {
   if (parts_.state == nullptr) return Status::Ok();
   const int64_t t0 = parts_.clock->MonotonicUs();
@@ -101,32 +131,8 @@ Status Recovery::Checkpoint(const char* why) {
   if (parts_.peers != nullptr) st.outbox = parts_.peers->Outbox();
   for (const auto& [k, v] : parts_.stats->counts) st.counts.emplace(k, v);
 
-  // Changed host records: a robots copy or a trap budget, each entry
-  // whole (the other half from its owner as it is now).
-  std::map<std::string, checkpoint::HostState> hosts;
   std::vector<std::string> robots_dirty;
-  parts_.hosts->TakeDirty(
-      [&](const std::string& key,
-          const std::optional<checkpoint::RobotsCopy>& copy) {
-        hosts[key].robots = copy;
-        robots_dirty.push_back(key);
-      });
-  parts_.traps->ForEachDirty(
-      [&](const std::string& key, uint64_t admitted) {
-        hosts[key].admitted_urls = admitted;
-      },
-      [&](uint64_t key, uint32_t variants) {
-        st.query_variants.emplace_back(key, variants);
-      });
-  for (auto& [key, host] : hosts) {
-    if (!host.robots.has_value()) {
-      if (const HostRecord* r = parts_.hosts->Find(key)) host.robots = r->copy;
-    }
-    if (host.admitted_urls == 0) {
-      host.admitted_urls = parts_.traps->Admitted(key);
-    }
-    st.hosts.emplace_back(key, std::move(host));
-  }
+  CollectChangedHosts(&st, &robots_dirty);
 
   checkpoint::Store::Batch batch;
   checkpoint::EncodeCrawlState(st, &batch);

@@ -23,6 +23,7 @@
 
 #include "base/status.h"
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/crawl_state.h"
 #include "conf/traps.h"
 #include "daemon/crawl_path.h"
 #include "daemon/crawl_stats.h"
@@ -82,6 +83,8 @@ class Recovery {
   [[nodiscard]] uint64_t checkpoints() const { return checkpoints_; }
 
  private:
+  void CollectChangedHosts(checkpoint::CrawlState* st,
+                           std::vector<std::string>* robots_dirty);
   uint64_t ReplayWarcs(const std::string& from_file, uint64_t from_offset,
                        uint64_t* truncated_files);
 

@@ -49,7 +49,8 @@ class Supervisor {
     int id = 0;
     uv_process_t* proc = nullptr;  // while running
     uv_pipe_t* pipe = nullptr;     // while running
-    std::string buf;
+    std::string buf;               // a line not yet ended
+    char chunk[4096] = {};         // what the pipe's last read brought
     bool go_sent = false;
     bool stop_sent = false;
     bool finished = false;  // exited after a stop, or on its own with 0
@@ -70,6 +71,8 @@ class Supervisor {
   };
 
   Status Spawn(Child& c);
+  // The worker's lines on its control pipe, each to OnLine.
+  static void StartReading(Child& c);
   void OnExit(Child& c, int64_t status, int signal);
   void Restart(Child& c, int delay_ms);
   void OnLine(Child& c, std::string_view line);
@@ -175,27 +178,7 @@ Status Supervisor::Spawn(Child& c) {
   c.ring_sent = c.go_epoch = -1;
   c.lease_sent = 0;
   c.reload_at_start = reload_seq_;
-  uv_read_start(
-      reinterpret_cast<uv_stream_t*>(c.pipe),
-      [](uv_handle_t*, size_t, uv_buf_t* buf) {
-        static char chunk[4096];  // one loop in this process: no sharing
-        buf->base = chunk;
-        buf->len = sizeof(chunk);
-      },
-      [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
-        Child* child = static_cast<Child*>(s->data);
-        if (n < 0) {
-          uv_read_stop(s);  // the worker is exiting; OnExit follows
-          return;
-        }
-        child->buf.append(buf->base, static_cast<size_t>(n));
-        size_t nl;
-        while ((nl = child->buf.find('\n')) != std::string::npos) {
-          std::string line = child->buf.substr(0, nl);
-          child->buf.erase(0, nl + 1);
-          child->sup->OnLine(*child, line);
-        }
-      });
+  StartReading(c);
   if (stopping_) Send(c, "stop " + reason_);
   return Status::Ok();
 }
@@ -244,6 +227,30 @@ void Supervisor::Send(Child& c, const std::string& line) {
       0) {
     delete r;
   }
+}
+
+void Supervisor::StartReading(Child& c) {
+  uv_read_start(
+      reinterpret_cast<uv_stream_t*>(c.pipe),
+      [](uv_handle_t* h, size_t, uv_buf_t* buf) {
+        Child* child = static_cast<Child*>(h->data);
+        buf->base = child->chunk;
+        buf->len = sizeof(child->chunk);
+      },
+      [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
+        Child* child = static_cast<Child*>(s->data);
+        if (n < 0) {
+          uv_read_stop(s);  // the worker is exiting; OnExit follows
+          return;
+        }
+        child->buf.append(buf->base, static_cast<size_t>(n));
+        size_t nl;
+        while ((nl = child->buf.find('\n')) != std::string::npos) {
+          std::string line = child->buf.substr(0, nl);
+          child->buf.erase(0, nl + 1);
+          child->sup->OnLine(*child, line);
+        }
+      });
 }
 
 void Supervisor::OnExit(Child& c, int64_t status, int signal) {

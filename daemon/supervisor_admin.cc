@@ -11,6 +11,7 @@
 
 #include "base/time.h"
 #include "cluster/cluster.h"
+#include "daemon/feed_json.h"
 #include "http/http.h"
 #include "metrics/metrics.h"
 #include "store/store.h"
@@ -533,27 +534,7 @@ struct SupervisorAdmin::Impl {
       r.SendError(bad ? 400 : 500, page.status().message());
       return;
     }
-    Json entries = Json::array();
-    for (const store::FeedEntry& e : page->entries) {
-      Json flags = {{"noindex", e.flags.noindex}, {"revisit", e.revisit}};
-      if (!e.flags.near_duplicate_of.empty()) {
-        flags["near_duplicate_of"] = e.flags.near_duplicate_of;
-      }
-      entries.push_back({{"id", std::to_string(e.id)},
-                         {"cursor", e.cursor},
-                         {"url", e.url},
-                         {"warc", e.warc_file},
-                         {"offset", e.offset},
-                         {"length", e.length},
-                         {"digest", e.digest},
-                         {"status", e.status},
-                         {"mime", e.mime},
-                         {"time", Iso8601Micros(e.fetch_time_us)},
-                         {"flags", std::move(flags)}});
-    }
-    r.SendJson(200, {{"entries", std::move(entries)},
-                     {"next", page->next_cursor},
-                     {"watermark", std::to_string(page->watermark)}});
+    r.SendJson(200, FeedPageJson(*page));
   }
 
   // Worker answers are JSON from our own processes, but read with limits

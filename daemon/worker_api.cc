@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "base/time.h"
+#include "daemon/feed_json.h"
 #include "fetcher/fetcher.h"
 
 namespace crawld::daemon {
@@ -240,29 +241,7 @@ void WorkerApi::ReadFeed(const Request& req, Responder r) {
     r.SendError(400, page.status().message());
     return;
   }
-  Json entries = Json::array();
-  for (const store::FeedEntry& e : page->entries) {
-    Json flags = {{"noindex", e.flags.noindex}, {"revisit", e.revisit}};
-    if (!e.flags.near_duplicate_of.empty()) {
-      flags["near_duplicate_of"] = e.flags.near_duplicate_of;
-    }
-    entries.push_back({{"cursor", e.cursor},
-                       {"id", std::to_string(e.id)},
-                       {"url", e.url},
-                       {"warc", e.warc_file},
-                       {"offset", e.offset},
-                       {"length", e.length},
-                       {"digest", e.digest},
-                       {"status", e.status},
-                       {"mime", e.mime},
-                       {"time", Iso8601Micros(e.fetch_time_us)},
-                       {"flags", std::move(flags)}});
-  }
-  // The watermark lets `crawlctl feed` merge this feed with other nodes'
-  // exactly (docs/STORE.md); a decimal string keeps JavaScript exact.
-  r.SendJson(200, {{"entries", std::move(entries)},
-                   {"next", page->next_cursor},
-                   {"watermark", std::to_string(page->watermark)}});
+  r.SendJson(200, FeedPageJson(*page));
 }
 
 Json WorkerApi::StatusJson() {

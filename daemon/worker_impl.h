@@ -85,8 +85,12 @@ class Worker::Impl final : public WorkerControl {
   // node's leases (docs/CLUSTER.md, "Per-IP politeness across workers and
   // nodes").
   Status OpenIpGate();
+  // The WARC writer, the host table, the document claims and Documents.
+  Status OpenStore();
   Status OpenPeers(const std::string& worker_dir);
   void BuildPath();
+  // The admin API (admin.enabled), with its own metrics registry.
+  Status StartApi();
   Status LoadRules(bool initial);
   void EnqueueSeeds();
   void StartTimers();

@@ -13,6 +13,7 @@ crawler tests judge by (never the crawler's own claims).
 
 from __future__ import annotations
 
+import atexit
 import collections
 import json
 import os
@@ -22,9 +23,32 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 from typing import Any, Iterable
+
+# Every temporary file and directory of a test process (its data
+# directories, configs, webfarm dirs) goes below one directory of its own,
+# removed when the process ends: a crawl's data directory holds a 96 MiB
+# document-claim table, and a suite that left them behind filled the disk.
+# CRAWLD_KEEP_TMP=1 keeps it (the path is printed) to look at a failure.
+_TEST_TMP = tempfile.mkdtemp(prefix="crawld-test-")
+tempfile.tempdir = _TEST_TMP
+os.environ["TMPDIR"] = _TEST_TMP  # the processes a test starts, too
+_TEST_TMP_OWNER = os.getpid()
+
+
+def _remove_test_tmp() -> None:
+    if os.getpid() != _TEST_TMP_OWNER:
+        return  # a forked child: the parent's directory is not its own
+    if os.environ.get("CRAWLD_KEEP_TMP") == "1":
+        print(f"harness: kept {_TEST_TMP}", file=sys.stderr)
+        return
+    shutil.rmtree(_TEST_TMP, ignore_errors=True)
+
+
+atexit.register(_remove_test_tmp)
 
 # Bounds. Every wait in this module ends by itself.
 START_TIMEOUT_S = 20.0

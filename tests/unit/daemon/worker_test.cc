@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -195,11 +196,21 @@ class InlinePool final : public WorkPool {
   InlinePool(EventQueue* events, FakeClock* clock)
       : events_(events), clock_(clock) {}
   void Run(std::function<void()> work, std::function<void()> done) override {
-    work();
     ++runs;
+    if (defer_work) {
+      // As a pool thread would: the work has not run when Run() returns.
+      events_->At(clock_->now + work_us,
+                  [work = std::move(work), done = std::move(done)] {
+                    work();
+                    done();
+                  });
+      return;
+    }
+    work();
     events_->At(clock_->now + work_us, std::move(done));
   }
-  int64_t work_us = 0;  // how long each task takes, in fake time
+  int64_t work_us = 0;      // how long each task takes, in fake time
+  bool defer_work = false;  // the work runs at its end time, not at once
   int runs = 0;
 
  private:
@@ -366,10 +377,42 @@ class World {
     return n;
   }
 
+  // Queues `url` again behind the seen check, as a restart does with a
+  // page that was in flight at the kill and is also queued anew.
+  void Requeue(const std::string& url) {
+    frontier::Item item;
+    item.url = url;
+    item.fingerprint = url::Fingerprint(url);
+    item.seed_host = std::string(url::Parse(url)->host());
+    ASSERT_TRUE(frontier_->Push(url::Parse(url)->origin_key(), item));
+  }
+  dedupe::ClaimTable& claims() { return *claims_; }
+  // WARC-Record-IDs of the records of `uri`, as (type, id).
+  std::vector<std::pair<std::string, std::string>> RecordIdsOf(
+      const std::string& uri) {
+    (void)warc_->Flush();
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const std::string& name :
+         OwnWarcFiles(dir_ + "/warc", config_.store.warc_prefix, 0)) {
+      auto reader = store::WarcReader::Open(dir_ + "/warc/" + name).value();
+      store::Record rec;
+      while (true) {
+        auto more = reader->Next(&rec);
+        if (!more.ok() || !*more) break;
+        if (rec.Header("WARC-Target-URI") == uri) {
+          out.emplace_back(rec.type(), rec.Header("WARC-Record-ID"));
+        }
+      }
+    }
+    return out;
+  }
+
   void KeepDir() { remove_dir_ = false; }
   // Every off-loop task (parse, robots.txt parse, record write) takes this
   // long from now on.
   void SetWorkTime(int64_t us) { pool_.work_us = us; }
+  // Off-loop work runs when its time is up, not when it is handed over.
+  void DeferWork() { pool_.defer_work = true; }
   const std::string& dir() const { return dir_; }
 
   FakeClock clock;
@@ -898,6 +941,100 @@ TEST(WorkerPath, NotAcceptingStartsNothingNew) {
 
 // --- store failures and recovery
 // ------------------------------------------------
+
+// Issue 13 (recovery.KillNine, seed 33157): after a restart one URL can be
+// queued twice, and a claim its killed fetcher left pending answers "yours"
+// (kOwn) to both fetches; the second must be a revisit, not a second
+// response record under the same WARC-Record-ID.
+TEST(WorkerRecovery, Issue13_AClaimLeftByADeadProcessIsWrittenOnce) {
+  World w(Cfg());
+  w.SetWorkTime(2 * kS);  // the first write is still under way at the second
+  const std::string uri = "http://a.test/p";
+  w.web.pages[uri] = Html("<p>one body</p>");
+  const std::string dead_id = "<urn:uuid:00000000-0000-4000-8000-00000000dead>";
+  dedupe::DocumentClaim dead;
+  dead.record_id = dead_id;
+  dead.target_uri = uri;
+  dead.time_us = 1;
+  ASSERT_EQ(w.claims()
+                .Claim(dedupe::DocumentDigest128(w.web.pages[uri].body), dead)
+                .outcome,
+            dedupe::ClaimOutcome::kClaimed);
+  w.Seed(uri);
+  w.Requeue(uri);
+  w.Run();
+  ASSERT_EQ(w.web.Count(uri), 2);
+  const auto records = w.RecordIdsOf(uri);
+  std::set<std::string> ids;
+  int responses = 0, revisits = 0;
+  for (const auto& [type, id] : records) {
+    if (type == "request") continue;
+    EXPECT_TRUE(ids.insert(id).second) << "WARC-Record-ID twice: " << id;
+    responses += type == "response";
+    revisits += type == "revisit";
+    if (type == "response") {
+      EXPECT_EQ(id, dead_id);
+    }
+  }
+  EXPECT_EQ(responses, 1);
+  EXPECT_EQ(revisits, 1);
+}
+
+// Issue 13 (recovery.KillNine, seed 2357): a record written after the last
+// checkpoint by a process killed before it settled its claim is settled by
+// the replay, before Recover() returns and so before the first fetch of
+// the next run is checked; a copy of the same URL queued twice is then a
+// revisit, not a second response under the record's id.
+TEST(WorkerRecovery, Issue13_ReplaySettlesClaimsBeforeTheFirstFetch) {
+  const std::string dir = TempDir();
+  const std::string uri = "http://a.test/p";
+  const Page page = Html("<p>the body</p>");
+  const dedupe::Digest128 digest = dedupe::DocumentDigest128(page.body);
+  std::string written_id;
+  {
+    World w(Cfg(), dir, /*checkpoints=*/true);
+    w.KeepDir();
+    w.web.pages[uri] = page;
+    ASSERT_TRUE(w.recovery->Checkpoint("start").ok());
+    w.Seed(uri);
+    w.Run();
+    for (const auto& [type, id] : w.RecordIdsOf(uri)) {
+      if (type == "response") written_id = id;
+    }
+    ASSERT_FALSE(written_id.empty());
+    // The kill came between the write and the settle: the claim is still
+    // pending under the record's id.
+    ASSERT_TRUE(w.claims().Settle(digest, written_id, false).ok());
+    dedupe::DocumentClaim pending;
+    pending.record_id = written_id;
+    pending.target_uri = uri;
+    pending.time_us = 1;
+    ASSERT_EQ(w.claims().Claim(digest, pending).outcome,
+              dedupe::ClaimOutcome::kClaimed);
+  }
+  World w(Cfg(), dir, /*checkpoints=*/true);
+  w.web.pages[uri] = page;
+  w.DeferWork();
+  ASSERT_TRUE(w.recovery->Recover().ok());
+  dedupe::DocumentClaim other;
+  other.record_id = "<urn:uuid:00000000-0000-4000-8000-0000000000aa>";
+  other.target_uri = "http://b.test/same-body";
+  other.time_us = 2;
+  const dedupe::ClaimResult now = w.claims().Claim(digest, other);
+  EXPECT_EQ(now.outcome, dedupe::ClaimOutcome::kDuplicate);
+  EXPECT_TRUE(now.claim.stored) << "the replayed record's claim is pending";
+  w.Requeue(uri);
+  w.Requeue(uri);  // one skipped as recorded, one fetched again
+  w.Run();
+  std::set<std::string> ids;
+  int responses = 0;
+  for (const auto& [type, id] : w.RecordIdsOf(uri)) {
+    if (type == "request") continue;
+    EXPECT_TRUE(ids.insert(id).second) << "WARC-Record-ID twice: " << id;
+    responses += type == "response";
+  }
+  EXPECT_EQ(responses, 1);
+}
 
 TEST(WorkerRecovery, ReplayFollowsLinksOfRecordsAfterTheCheckpoint) {
   const std::string dir = TempDir();
