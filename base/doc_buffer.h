@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -53,6 +54,14 @@ class DocBuffer {
   [[nodiscard]] Status ForEachChunk(
       const std::function<Status(std::string_view)>& sink, uint64_t offset = 0,
       uint64_t length = UINT64_MAX) const;
+
+  // The whole content when it lives in memory (not spilled): a view valid
+  // until the next Append() or Clear(). Lets readers of the common, small
+  // document skip a copy (issue 16: the body was copied once per reader).
+  [[nodiscard]] std::optional<std::string_view> MemoryView() const {
+    if (fd_ >= 0) return std::nullopt;
+    return std::string_view(memory_);
+  }
 
   // Copies at most `max_bytes` from the start into a string.
   [[nodiscard]] Result<std::string> ReadPrefix(size_t max_bytes) const;

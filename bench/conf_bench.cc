@@ -7,8 +7,11 @@
 #include <benchmark/benchmark.h>
 
 #include <string>
+#include <vector>
 
 #include "conf/conf.h"
+#include "conf/traps.h"
+#include "url/url.h"
 
 namespace {
 
@@ -77,5 +80,36 @@ void BM_ToToml(benchmark::State& state) {
 BENCHMARK(BM_ToToml);
 
 }  // namespace
+
+// The trap guard's shape checks and budget count, once per link the crawl
+// meets (issue 16: they allocated about five times per link).
+void BM_TrapGuardPerLink(benchmark::State& state) {
+  crawld::conf::TrapGuard::Options o;
+  o.host_budget = 1u << 30;
+  o.max_path_repeats = 3;
+  o.calendar = true;
+  o.max_query_variants = 1u << 30;
+  o.max_query_params = 10;
+  crawld::conf::TrapGuard guard(o);
+  std::vector<crawld::url::Url> urls;
+  for (const char* u :
+       {"http://host7.farm.test:8080/section/3/page-42.html",
+        "http://host7.farm.test:8080/2026/05/archive/index.html",
+        "https://www.example.com/blog/2024/05/post-title.html?x=1&y=2",
+        "https://www.example.com/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r",
+        "http://shop.example.org/search?q=shoes&sort=price&page=3",
+        "http://h.example/cal?year=1990&month=02"}) {
+    urls.push_back(crawld::url::Parse(u).value());
+  }
+  for (auto _ : state) {
+    for (const crawld::url::Url& u : urls) {
+      benchmark::DoNotOptimize(guard.CheckShape(u));
+      benchmark::DoNotOptimize(guard.Admit("http://host7.farm.test:8080", u));
+    }
+  }
+  state.SetItemsProcessed(
+      static_cast<int64_t>(state.iterations() * urls.size()));
+}
+BENCHMARK(BM_TrapGuardPerLink);
 
 BENCHMARK_MAIN();

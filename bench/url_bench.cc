@@ -14,6 +14,8 @@ namespace {
 using crawld::url::Canonicalizer;
 using crawld::url::Options;
 using crawld::url::Parse;
+using crawld::url::ParseInto;
+using crawld::url::Url;
 
 // What a crawler's frontier sees: absolute links, ~60 bytes on average.
 const std::vector<std::string>& AbsoluteUrls() {
@@ -105,6 +107,24 @@ void BM_ResolveRelative(benchmark::State& state) {
       static_cast<int64_t>(state.iterations() * TotalBytes(hrefs)));
 }
 BENCHMARK(BM_ResolveRelative);
+
+// The same with ParseInto and one reused Url, as the parser resolves a
+// page's links (issue 16).
+void BM_ResolveRelativeInto(benchmark::State& state) {
+  const auto& hrefs = RelativeHrefs();
+  auto base = Parse("https://www.example.com/blog/2024/05/post-title.html?x=1");
+  Url u;
+  for (auto _ : state) {
+    for (const std::string& h : hrefs) {
+      benchmark::DoNotOptimize(ParseInto(h, &base.value(), &u));
+    }
+  }
+  state.SetItemsProcessed(
+      static_cast<int64_t>(state.iterations() * hrefs.size()));
+  state.SetBytesProcessed(
+      static_cast<int64_t>(state.iterations() * TotalBytes(hrefs)));
+}
+BENCHMARK(BM_ResolveRelativeInto);
 
 void BM_ResolveAndCanonicalize(benchmark::State& state) {
   const auto& hrefs = RelativeHrefs();

@@ -2,6 +2,8 @@
 
 #include <xxhash.h>
 
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace crawld::conf {
@@ -68,20 +70,47 @@ std::string_view QueryOf(const url::Url& u) {
   return q;
 }
 
+// The non-empty segments of a path, one after the other, without a copy.
+class Segments {
+ public:
+  explicit Segments(std::string_view path) : rest_(path) {}
+  // The next non-empty segment, or false at the end.
+  bool Next(std::string_view* seg) {
+    while (!done_) {
+      const size_t slash = rest_.find('/');
+      if (slash == std::string_view::npos) {
+        *seg = rest_;
+        done_ = true;
+      } else {
+        *seg = rest_.substr(0, slash);
+        rest_.remove_prefix(slash + 1);
+      }
+      if (!seg->empty()) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::string_view rest_;
+  bool done_ = false;
+};
+
 }  // namespace
 
 int TrapGuard::DateYear(const url::Url& u) {
   // Path: /YYYY/MM/ as two segments, or one token like 2031-05-01.
-  std::vector<std::string_view> segs;
-  Split(u.path(), '/', [&](std::string_view s) {
-    if (!s.empty()) segs.push_back(s);
-  });
-  for (size_t i = 0; i < segs.size(); ++i) {
-    if (segs[i].size() == 4 && AllDigits(segs[i]) && i + 1 < segs.size() &&
-        IsMonth(segs[i + 1])) {
-      return ToInt(segs[i]);
+  // (Walked with one segment of lookahead: no vector per URL, issue 16.)
+  Segments segs(u.path());
+  std::string_view cur, next;
+  bool have = segs.Next(&cur);
+  while (have) {
+    const bool have_next = segs.Next(&next);
+    if (cur.size() == 4 && AllDigits(cur) && have_next && IsMonth(next)) {
+      return ToInt(cur);
     }
-    if (int y = YearOfToken(segs[i]); y != 0) return y;
+    if (int y = YearOfToken(cur); y != 0) return y;
+    cur = next;
+    have = have_next;
   }
   // Query: a value like 2031-05(-01), or year=YYYY.
   int year = 0;
@@ -100,14 +129,48 @@ int TrapGuard::DateYear(const url::Url& u) {
   return year;
 }
 
+namespace {
+
+// True when some non-empty segment of `path` occurs more than `max` times.
+// Paths of a few segments (nearly all) are counted in a small array on the
+// stack; longer ones in a hash map, so a hostile path of thousands of
+// segments stays linear.
+bool SegmentRepeatsOver(std::string_view path, int max) {  // max >= 1
+  constexpr size_t kSmall = 16;
+  struct Count {
+    std::string_view seg;
+    int n;
+  };
+  Count small[kSmall];
+  size_t used = 0;
+  Segments segs(path);
+  std::string_view seg;
+  while (segs.Next(&seg)) {
+    size_t k = 0;
+    while (k < used && small[k].seg != seg) ++k;
+    if (k < used) {
+      if (++small[k].n > max) return true;
+      continue;
+    }
+    if (used == kSmall) {
+      std::unordered_map<std::string_view, int> seen;
+      bool trap = false;
+      Split(path, '/', [&](std::string_view s) {
+        if (!s.empty() && ++seen[s] > max) trap = true;
+      });
+      return trap;
+    }
+    small[used++] = {seg, 1};
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string_view TrapGuard::CheckShape(const url::Url& u) const {
-  if (options_.max_path_repeats > 0) {
-    std::unordered_map<std::string_view, int> seen;
-    bool trap = false;
-    Split(u.path(), '/', [&](std::string_view s) {
-      if (!s.empty() && ++seen[s] > options_.max_path_repeats) trap = true;
-    });
-    if (trap) return "path_repeats";
+  if (options_.max_path_repeats > 0 &&
+      SegmentRepeatsOver(u.path(), options_.max_path_repeats)) {
+    return "path_repeats";
   }
   if (options_.calendar) {
     if (int y = DateYear(u); y != 0) {
@@ -131,11 +194,17 @@ std::string_view TrapGuard::Admit(std::string_view host_key,
                                   const url::Url& u) {
   HostCount* host = nullptr;
   if (options_.host_budget > 0) {
-    host = &per_host_[std::string(host_key)];
+    // Looked up by view: a key is allocated once per host, not per URL.
+    auto it = per_host_.find(host_key);
+    if (it == per_host_.end()) {
+      it = per_host_.emplace(std::string(host_key), HostCount()).first;
+    }
+    host = &it->second;
     if (host->admitted >= options_.host_budget) return "host_budget";
   }
   if (options_.max_query_variants > 0 && u.has_query()) {
-    std::string key(host_key);
+    std::string& key = path_key_;  // reused: no allocation per URL
+    key.assign(host_key);
     key += '\n';
     key += u.path();
     const uint64_t hash = XXH3_64bits(key.data(), key.size());
@@ -158,7 +227,7 @@ std::string_view TrapGuard::Admit(std::string_view host_key,
 }
 
 uint64_t TrapGuard::Admitted(std::string_view host_key) const {
-  auto it = per_host_.find(std::string(host_key));
+  auto it = per_host_.find(host_key);
   return it == per_host_.end() ? 0 : it->second.admitted;
 }
 
@@ -189,7 +258,13 @@ void TrapGuard::ClearDirty() {
 }
 
 void TrapGuard::RestoreHost(std::string_view host_key, uint64_t admitted) {
-  if (admitted > 0) per_host_[std::string(host_key)].admitted = admitted;
+  if (admitted > 0) {
+    auto it = per_host_.find(host_key);
+    if (it == per_host_.end()) {
+      it = per_host_.emplace(std::string(host_key), HostCount()).first;
+    }
+    it->second.admitted = admitted;
+  }
 }
 
 void TrapGuard::RestoreVariants(uint64_t key, uint32_t variants) {

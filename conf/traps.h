@@ -70,12 +70,22 @@ class TrapGuard {
     uint32_t variants = 0;
     bool dirty = false;
   };
+  // Hashes std::string and std::string_view alike, so lookups by a view
+  // allocate nothing.
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const {
+      return std::hash<std::string_view>()(s);
+    }
+  };
   Options options_;
-  std::unordered_map<std::string, HostCount> per_host_;
+  std::unordered_map<std::string, HostCount, KeyHash, std::equal_to<>>
+      per_host_;
   std::unordered_map<uint64_t, PathCount> per_path_;  // xxh3(host+path)
   // Keys whose counter changed since ClearDirty(), each once.
   std::vector<std::string> dirty_hosts_;
   std::vector<uint64_t> dirty_paths_;
+  std::string path_key_;  // Admit's scratch: host key + '\n' + path
 };
 
 }  // namespace crawld::conf

@@ -1,5 +1,7 @@
 #include "daemon/documents.h"
 
+#include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -42,10 +44,16 @@ void Documents::Check(PageTask* task) const {
   const fetcher::Response& r = *task->response;
   if (claims_ != nullptr && !r.truncated &&
       r.body.size() <= options_.max_body_bytes) {
-    // The payload as the writer stores it: the body as received.
-    auto bytes = r.body.ReadPrefix(options_.max_body_bytes);
+    // The payload as the writer stores it: the body as received (read in
+    // place unless it was spilled to disk).
+    std::optional<std::string_view> in_memory = r.body.MemoryView();
+    Result<std::string> bytes =
+        in_memory.has_value() ? Result<std::string>(std::string())
+                              : r.body.ReadPrefix(options_.max_body_bytes);
     if (bytes.ok()) {
-      v.digest = dedupe::DocumentDigest128(*bytes);
+      const std::string_view body =
+          in_memory.has_value() ? *in_memory : std::string_view(*bytes);
+      v.digest = dedupe::DocumentDigest128(body);
       dedupe::DocumentClaim proposal;
       proposal.record_id = v.record_id;
       proposal.target_uri = task->url;
@@ -75,7 +83,7 @@ void Documents::Check(PageTask* task) const {
           v.original = std::move(c.claim);
           // Equal bytes have equal SHA-1s: the revisit carries the
           // original's payload digest without reading its record.
-          v.payload_digest = store::Sha1Digest(*bytes);
+          v.payload_digest = store::Sha1Digest(body);
           break;
         case dedupe::ClaimOutcome::kFull:
         case dedupe::ClaimOutcome::kUnavailable:

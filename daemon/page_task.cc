@@ -23,8 +23,9 @@ void PageTask::Parse() {
     if (ascii::EqualsIgnoreCase(name, "X-Robots-Tag")) xrt.push_back(value);
   }
   header_robots = parser::ParseXRobotsTag(xrt, robots_token);
-  Result<std::string> body =
-      fetcher::DecodeBody(*response, max_decoded, &capped);
+  std::string decoded;  // empty when the body needs no decoding
+  Result<std::string_view> body =
+      fetcher::DecodeBodyView(*response, max_decoded, &decoded, &capped);
   if (!body.ok()) {
     decode = body.status();
     return;

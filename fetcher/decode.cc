@@ -12,8 +12,12 @@
 #include <algorithm>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/ascii.h"
 #include "fetcher/fetcher.h"
@@ -349,14 +353,9 @@ Status DecodeOne(
   return s;
 }
 
-}  // namespace
-
-Result<std::string> DecodeBody(const Response& response, size_t max_bytes,
-                               bool* capped) {
-  if (capped != nullptr) *capped = false;
-  // Content-Encoding lists codings in the order applied; undo right to left.
+// The codings of Content-Encoding in the order applied (empty: identity).
+Result<std::vector<Coding>> ParseCodings(const std::string& header) {
   std::vector<Coding> codings;
-  std::string header = response.Header("Content-Encoding");
   size_t pos = 0;
   while (pos <= header.size()) {
     size_t comma = header.find(',', pos);
@@ -379,13 +378,34 @@ Result<std::string> DecodeBody(const Response& response, size_t max_bytes,
   if (codings.size() > 4) {
     return Status::InvalidArgument("more than 4 content codings: " + header);
   }
-  if (codings.empty()) codings.push_back(Coding::kIdentity);
+  return codings;
+}
+
+}  // namespace
+
+Result<std::string_view> DecodeBodyView(const Response& response,
+                                        size_t max_bytes, std::string* storage,
+                                        bool* capped) {
+  if (capped != nullptr) *capped = false;
+  storage->clear();
+  // Content-Encoding lists codings in the order applied; undo right to left.
+  auto parsed = ParseCodings(response.Header("Content-Encoding"));
+  if (!parsed.ok()) return parsed.status();
+  std::vector<Coding> codings = std::move(parsed).value();
+  if (codings.empty()) {
+    if (std::optional<std::string_view> all = response.body.MemoryView()) {
+      // Identity in memory (the common page): the body itself, cut at the
+      // cap as the identity decoder would cut it.
+      if (capped != nullptr) *capped = all->size() > max_bytes;
+      return all->substr(0, max_bytes);
+    }
+    codings.push_back(Coding::kIdentity);
+  }
 
   bool any_capped = false;
-  std::string current;
+  std::string next;
   bool first = true;
   for (auto it = codings.rbegin(); it != codings.rend(); ++it) {
-    std::string next;
     bool stage_capped = false;
     Status s;
     if (first) {
@@ -394,23 +414,33 @@ Result<std::string> DecodeBody(const Response& response, size_t max_bytes,
           [&](const std::function<Status(std::string_view)>& sink) {
             return response.body.ForEachChunk(sink);
           },
-          response.truncated, max_bytes, &next, &stage_capped);
+          response.truncated, max_bytes, storage, &stage_capped);
     } else {
       // An earlier stage that hit the cap left a cut stream behind.
       s = DecodeOne(
           *it,
           [&](const std::function<Status(std::string_view)>& sink) {
-            return sink(current);
+            return sink(next);
           },
-          response.truncated || any_capped, max_bytes, &next, &stage_capped);
+          response.truncated || any_capped, max_bytes, storage, &stage_capped);
     }
     if (!s.ok()) return s;
     any_capped = any_capped || stage_capped;
-    current = std::move(next);
     first = false;
+    // The next stage reads this one's output.
+    if (std::next(it) != codings.rend()) std::swap(next, *storage);
   }
   if (capped != nullptr) *capped = any_capped;
-  return current;
+  return std::string_view(*storage);
+}
+
+Result<std::string> DecodeBody(const Response& response, size_t max_bytes,
+                               bool* capped) {
+  std::string storage;
+  auto view = DecodeBodyView(response, max_bytes, &storage, capped);
+  if (!view.ok()) return view.status();
+  if (view->data() == storage.data()) return storage;
+  return std::string(*view);
 }
 
 int64_t ParseRetryAfter(std::string_view value, int64_t now_epoch_s) {

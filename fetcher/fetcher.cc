@@ -5,12 +5,14 @@
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include <algorithm>
 #include <cassert>
 #include <cstring>
 #include <deque>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "base/ascii.h"
@@ -285,11 +287,16 @@ struct Fetcher::Impl {
 
     char error_buffer[CURL_ERROR_SIZE] = {};
   };
+  // One per socket curl opens, for the socket's life (until OnCloseSocket),
+  // not per transfer: a kept-alive connection that the next transfer asks
+  // the same readiness of needs no system call (no uv_poll_init's ioctl, no
+  // epoll_ctl; issue 16).
   struct SockPoll {
     uv_poll_t poll;
     Impl* impl;
     curl_socket_t fd;
-    int events = 0;  // UV_READABLE / UV_WRITABLE being watched
+    int events = 0;           // UV_READABLE / UV_WRITABLE being watched
+    bool curl_wants = false;  // from curl's IN/OUT up to its REMOVE
   };
 
   uv_loop_t* loop = nullptr;
@@ -305,9 +312,38 @@ struct Fetcher::Impl {
   // letting curl queue (CURLMOPT_MAX_TOTAL_CONNECTIONS alone): curl counts
   // the time a transfer waits for a connection against its timeout.
   std::deque<Fetch*> queued;
-  std::unordered_set<SockPoll*> polls;
+  std::unordered_map<curl_socket_t, SockPoll*> polls;  // by descriptor
   std::vector<Completion> completions;
   Stats stats;
+  // Easy handles of finished transfers, reset (curl_easy_reset keeps their
+  // buffers): a new transfer takes one instead of allocating and zeroing a
+  // fresh handle and its 16 KiB buffer (issue 16). At most max_connections.
+  std::vector<CURL*> spare_easy;
+
+  CURL* TakeEasy() {
+    if (spare_easy.empty()) return curl_easy_init();
+    CURL* e = spare_easy.back();
+    spare_easy.pop_back();
+    return e;
+  }
+
+  // Gives a transfer's handle back once curl no longer holds it. The DNS
+  // share is detached first: curl_easy_reset leaves it attached, and a
+  // share in use cannot be freed (FreeOwned).
+  void ReleaseEasy(Fetch* f) {
+    CURL* e = f->easy;
+    f->easy = nullptr;
+    if (e == nullptr) return;
+    if (f->dns_cache != nullptr) {
+      curl_easy_setopt(e, CURLOPT_SHARE, static_cast<CURLSH*>(nullptr));
+    }
+    if (shut_down || spare_easy.size() >= options.max_connections) {
+      curl_easy_cleanup(e);
+      return;
+    }
+    curl_easy_reset(e);
+    spare_easy.push_back(e);
+  }
 
   // The single transition function: every state change goes through here.
   void SetState(Fetch* f, State to) {
@@ -483,28 +519,37 @@ struct Fetcher::Impl {
     Impl* impl = static_cast<Impl*>(userp);
     SockPoll* sp = static_cast<SockPoll*>(socketp);
     if (action == CURL_POLL_REMOVE) {
-      // Called before curl closes the socket: stop watching now, so a
-      // reused descriptor number never meets a stale watcher.
+      // curl stops watching: the connection goes idle (kept alive) or is
+      // about to close (OnCloseSocket follows). The poll keeps its events,
+      // so that a reuse asking the same costs nothing; an event while idle
+      // stops it (OnPoll).
       if (sp != nullptr) {
-        uv_poll_stop(&sp->poll);
-        impl->polls.erase(sp);
-        CloseAndDelete(sp);
+        sp->curl_wants = false;
+        // An idle connection does not keep the loop alive (as before).
+        uv_unref(reinterpret_cast<uv_handle_t*>(&sp->poll));
         curl_multi_assign(impl->multi, s, nullptr);
       }
       return 0;
     }
     if (sp == nullptr) {
-      sp = new SockPoll{};
-      sp->impl = impl;
-      sp->fd = s;
-      if (uv_poll_init_socket(impl->loop, &sp->poll, s) != 0) {
-        delete sp;
-        return -1;
+      auto it = impl->polls.find(s);
+      if (it != impl->polls.end()) {
+        sp = it->second;
+      } else {
+        sp = new SockPoll{};
+        sp->impl = impl;
+        sp->fd = s;
+        if (uv_poll_init_socket(impl->loop, &sp->poll, s) != 0) {
+          delete sp;
+          return -1;
+        }
+        sp->poll.data = sp;
+        impl->polls.emplace(s, sp);
       }
-      sp->poll.data = sp;
-      impl->polls.insert(sp);
       curl_multi_assign(impl->multi, s, sp);
     }
+    sp->curl_wants = true;
+    uv_ref(reinterpret_cast<uv_handle_t*>(&sp->poll));
     int events = 0;
     if (action == CURL_POLL_IN || action == CURL_POLL_INOUT) {
       events |= UV_READABLE;
@@ -512,9 +557,27 @@ struct Fetcher::Impl {
     if (action == CURL_POLL_OUT || action == CURL_POLL_INOUT) {
       events |= UV_WRITABLE;
     }
-    sp->events = events;
-    uv_poll_start(&sp->poll, events, OnPoll);
+    // uv_poll_start always re-arms (two epoll_ctl calls): only on a change.
+    if (events != sp->events) {
+      sp->events = events;
+      uv_poll_start(&sp->poll, events, OnPoll);
+    }
     return 0;
+  }
+
+  // CURLOPT_CLOSESOCKETFUNCTION: curl closes a socket (after its REMOVE).
+  // The poll goes first (uv_close takes the descriptor out of epoll), so a
+  // descriptor number the kernel hands out again never meets a stale
+  // watcher.
+  static int OnCloseSocket(void* clientp, curl_socket_t s) {
+    Impl* impl = static_cast<Impl*>(clientp);
+    if (auto it = impl->polls.find(s); it != impl->polls.end()) {
+      SockPoll* sp = it->second;
+      impl->polls.erase(it);
+      uv_poll_stop(&sp->poll);
+      CloseAndDelete(sp);
+    }
+    return ::close(s);
   }
 
   static int OnCurlTimer(CURLM*, long timeout_ms, void* userp) {
@@ -535,6 +598,13 @@ struct Fetcher::Impl {
   static void OnPoll(uv_poll_t* handle, int status, int events) {
     SockPoll* sp = static_cast<SockPoll*>(handle->data);
     Impl* impl = sp->impl;
+    if (!sp->curl_wants) {
+      // An idle connection became readable (the server closed it, most
+      // likely): curl checks it before any reuse; stop watching until then.
+      uv_poll_stop(&sp->poll);
+      sp->events = 0;
+      return;
+    }
     int flags = 0;
     if (status < 0) {
       flags = CURL_CSELECT_ERR;
@@ -640,8 +710,10 @@ struct Fetcher::Impl {
     // Never decide a timeout without reading what is already there: a
     // response may have arrived in full since the last poll.
     std::vector<curl_socket_t> readable;
-    for (SockPoll* sp : polls) {
-      if (sp->events & UV_READABLE) readable.push_back(sp->fd);
+    for (const auto& [fd, sp] : polls) {
+      if (sp->curl_wants && (sp->events & UV_READABLE)) {
+        readable.push_back(fd);
+      }
     }
     int running = 0;
     for (curl_socket_t fd : readable) {
@@ -785,7 +857,7 @@ struct Fetcher::Impl {
     }
     r.end_us = WallMicros();
     SetState(f, State::kDone);
-    curl_easy_cleanup(f->easy);
+    ReleaseEasy(f);
     FreeOwned(f);
     active.erase(f);
     Completion c{std::move(f->done), std::move(f->response)};
@@ -936,6 +1008,9 @@ struct Fetcher::Impl {
     // The raw chunked bytes come to OnWrite, which frames the body itself
     // (fetcher/framing.h); curl still parses the chunks to find the end.
     set(CURLOPT_HTTP_TRANSFER_DECODING, 0L);
+    // 64 KiB reads: a 21 KB page in one recvfrom, not two (curl's default
+    // is 16 KiB; issue 16, system calls per page).
+    set(CURLOPT_BUFFERSIZE, 64L * 1024);
     set(CURLOPT_CONNECTTIMEOUT_MS,
         static_cast<long>(std::min(options.connect_timeout_ms, total)));
     // No CURLOPT_TIMEOUT_MS or CURLOPT_LOW_SPEED_*: curl checks them before
@@ -948,6 +1023,8 @@ struct Fetcher::Impl {
       set(CURLOPT_USERAGENT, options.user_agent.c_str());
     }
     if (f->headers != nullptr) set(CURLOPT_HTTPHEADER, f->headers);
+    set(CURLOPT_CLOSESOCKETFUNCTION, &Impl::OnCloseSocket);
+    set(CURLOPT_CLOSESOCKETDATA, static_cast<void*>(this));
     set(CURLOPT_ERRORBUFFER, f->error_buffer);
     set(CURLOPT_HEADERFUNCTION, OnHeader);
     set(CURLOPT_HEADERDATA, static_cast<void*>(f));
@@ -1068,7 +1145,7 @@ void Fetcher::Submit(Request request, std::function<void(Response&&)> done) {
   f->done = std::move(done);
   f->max_body = f->request.max_body_bytes > 0 ? f->request.max_body_bytes
                                               : impl->options.max_body_bytes;
-  f->easy = curl_easy_init();
+  f->easy = impl->TakeEasy();
   Status s = f->easy != nullptr ? impl->Configure(f)
                                 : Status::Internal("curl_easy_init failed");
   if (s.ok()) {
@@ -1079,7 +1156,7 @@ void Fetcher::Submit(Request request, std::function<void(Response&&)> done) {
     r.error = ErrorClass::kOther;
     r.error_message = s.ToString();
     r.end_us = WallMicros();
-    if (f->easy != nullptr) curl_easy_cleanup(f->easy);
+    impl->ReleaseEasy(f);
     Impl::FreeOwned(f);
     DoneFn cb = std::move(f->done);
     delete f;
@@ -1108,7 +1185,9 @@ void Fetcher::Shutdown() {
   // Closes cached connections; the socket callback may run for them.
   curl_multi_cleanup(impl->multi);
   impl->multi = nullptr;
-  for (Impl::SockPoll* sp : impl->polls) {
+  for (CURL* e : impl->spare_easy) curl_easy_cleanup(e);
+  impl->spare_easy.clear();
+  for (const auto& [fd, sp] : impl->polls) {
     uv_poll_stop(&sp->poll);
     CloseAndDelete(sp);
   }

@@ -290,6 +290,17 @@ inline constexpr std::string_view kDecodableCodings = "gzip, deflate, br, zstd";
                                              size_t max_bytes,
                                              bool* capped = nullptr);
 
+// DecodeBody() without a copy where none is needed: when the body has no
+// content coding and is in memory, the result is a view of (a prefix of)
+// response.body; otherwise the decoded bytes go into `*storage` (cleared
+// first) and the result views it. The view is valid while both `response`
+// and `*storage` are unchanged. Same results and errors as DecodeBody().
+// REQUIRES: storage != nullptr.
+[[nodiscard]] Result<std::string_view> DecodeBodyView(const Response& response,
+                                                      size_t max_bytes,
+                                                      std::string* storage,
+                                                      bool* capped = nullptr);
+
 }  // namespace crawld::fetcher
 
 #endif  // CRAWLD_FETCHER_FETCHER_H_

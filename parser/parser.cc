@@ -544,6 +544,8 @@ void Walk(const GumboOutput* out, std::string_view html,
 void Resolve(const std::vector<RawLink>& raw, const url::Url* base, size_t cap,
              Page* page, std::vector<Link>* out) {
   std::string restored;
+  url::Url parsed;  // one allocation for all the page's links
+  url::Url* const u = &parsed;
   for (const RawLink& r : raw) {
     const bool room = out->size() < cap;
     // Past the cap only the canonical URL is still looked for: the caller
@@ -558,8 +560,7 @@ void Resolve(const std::vector<RawLink>& raw, const url::Url* base, size_t cap,
       internal::RestoreC1(&restored);
       href = restored;
     }
-    Result<url::Url> u = url::Parse(href, base);
-    if (!u.ok()) {
+    if (!url::ParseInto(href, base, u).ok()) {
       if (room) ++page->invalid_links;
       continue;
     }

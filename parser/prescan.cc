@@ -45,7 +45,7 @@ struct Name {
   Kind kind;
 };
 
-// Sorted by name for binary search; names the table does not hold are
+// How the tree builder treats each start tag name; names not listed are
 // kGroup (custom elements and the many ordinary ones).
 constexpr Name kKinds[] = {
     {"a", Kind::kAnchor},         {"applet", Kind::kKeep},
@@ -83,59 +83,109 @@ constexpr Name kKinds[] = {
     {"wbr", Kind::kVoid},         {"xmp", Kind::kRawText},
 };
 
-Kind KindOf(std::string_view name) {
-  const Name* end = std::end(kKinds);
-  const Name* it = std::lower_bound(
-      std::begin(kKinds), end, name,
-      [](const Name& n, std::string_view k) { return n.name < k; });
-  return (it != end && it->name == name) ? it->kind : Kind::kGroup;
-}
-
-bool InList(std::string_view name,
-            std::initializer_list<std::string_view> list) {
-  return std::find(list.begin(), list.end(), name) != list.end();
-}
-
 // "Parsing tokens in foreign content": start tags that leave it.
-bool BreaksOutOfForeign(std::string_view name) {
-  return InList(
-      name,
-      {"b",      "big",    "blockquote", "body",    "br",    "center", "code",
-       "dd",     "div",    "dl",         "dt",      "em",    "embed",  "h1",
-       "h2",     "h3",     "h4",         "h5",      "h6",    "head",   "hr",
-       "i",      "img",    "li",         "listing", "menu",  "meta",   "nobr",
-       "ol",     "p",      "pre",        "ruby",    "s",     "small",  "span",
-       "strong", "strike", "sub",        "sup",     "table", "tt",     "u",
-       "ul",     "var"});
-}
+constexpr std::string_view kBreaksOutOfForeign[] = {
+    "b",      "big",    "blockquote", "body",    "br",    "center", "code",
+    "dd",     "div",    "dl",         "dt",      "em",    "embed",  "h1",
+    "h2",     "h3",     "h4",         "h5",      "h6",    "head",   "hr",
+    "i",      "img",    "li",         "listing", "menu",  "meta",   "nobr",
+    "ol",     "p",      "pre",        "ruby",    "s",     "small",  "span",
+    "strong", "strike", "sub",        "sup",     "table", "tt",     "u",
+    "ul",     "var"};
 
 // Start or end tags that close a <select> inside a table.
-bool IsTablePart(std::string_view name) {
-  return InList(
-      name, {"caption", "table", "tbody", "tfoot", "thead", "tr", "td", "th"});
-}
+constexpr std::string_view kTableParts[] = {
+    "caption", "table", "tbody", "tfoot", "thead", "tr", "td", "th"};
 
-bool IsFormatting(std::string_view name) {
-  return InList(name, {"b", "big", "code", "em", "font", "i", "nobr", "s",
-                       "small", "strike", "strong", "tt", "u"});
-}
+constexpr std::string_view kFormatting[] = {
+    "b", "big",   "code",   "em",     "font", "i", "nobr",
+    "s", "small", "strike", "strong", "tt",   "u"};
 
 // Elements in the "special" category whose end tags the in-body rules
 // handle with a scope check; an "any other end tag" walk stops at them.
-bool IsSpecial(std::string_view name) {
-  return InList(
-      name,
-      {"address",  "applet",     "article", "aside",   "blockquote", "button",
-       "center",   "details",    "dialog",  "dir",     "div",        "dl",
-       "fieldset", "figcaption", "figure",  "footer",  "header",     "hgroup",
-       "listing",  "main",       "marquee", "menu",    "nav",        "object",
-       "ol",       "pre",        "search",  "section", "summary",    "template",
-       "ul"});
+constexpr std::string_view kSpecial[] = {
+    "address",  "applet",     "article", "aside",   "blockquote", "button",
+    "center",   "details",    "dialog",  "dir",     "div",        "dl",
+    "fieldset", "figcaption", "figure",  "footer",  "header",     "hgroup",
+    "listing",  "main",       "marquee", "menu",    "nav",        "object",
+    "ol",       "pre",        "search",  "section", "summary",    "template",
+    "ul"};
+
+constexpr std::string_view kScopeBoundaries[] = {"applet", "marquee", "object",
+                                                 "template"};
+
+// What the pass needs to know of a tag name.
+struct TagInfo {
+  Kind kind = Kind::kGroup;
+  bool special = false;
+  bool formatting = false;
+  bool boundary = false;
+  bool table_part = false;
+  bool breaks_foreign = false;
+  bool gumbo_unknown = false;  // Gumbo has no tag enum for the name
+};
+
+// The lists above, looked up with one call of Gumbo's perfect hash per
+// tag (issue 16: comparing each tag name with every name of several lists
+// one by one cost more than the rest of the pass). Names Gumbo does not
+// know ("search") are kept in a short list compared only for unknown
+// names. Immutable once built.
+class TagTable {
+ public:
+  TagTable() {
+    for (const Name& n : kKinds) Entry(n.name).kind = n.kind;
+    for (std::string_view n : kSpecial) Entry(n).special = true;
+    for (std::string_view n : kFormatting) Entry(n).formatting = true;
+    for (std::string_view n : kScopeBoundaries) Entry(n).boundary = true;
+    for (std::string_view n : kTableParts) Entry(n).table_part = true;
+    for (std::string_view n : kBreaksOutOfForeign) {
+      Entry(n).breaks_foreign = true;
+    }
+  }
+
+  // REQUIRES: `name` is lower case (as Tokenize leaves it).
+  const TagInfo& Lookup(std::string_view name) const {
+    const GumboTag tag = GumboTagOf(name);
+    if (tag != GUMBO_TAG_UNKNOWN) return known_[tag];
+    for (const auto& [n, info] : unknown_) {
+      if (n == name) return info;
+    }
+    return unknown_default_;
+  }
+
+ private:
+  static GumboTag GumboTagOf(std::string_view name) {
+    return gumbo_tagn_enum(name.data(), static_cast<unsigned>(name.size()));
+  }
+
+  TagInfo& Entry(std::string_view name) {
+    const GumboTag tag = GumboTagOf(name);
+    if (tag != GUMBO_TAG_UNKNOWN) return known_[tag];
+    for (auto& [n, info] : unknown_) {
+      if (n == name) return info;
+    }
+    unknown_.emplace_back(name, unknown_default_);
+    return unknown_.back().second;
+  }
+
+  TagInfo known_[GUMBO_TAG_LAST + 1];
+  std::vector<std::pair<std::string_view, TagInfo>> unknown_;
+  const TagInfo unknown_default_ = [] {
+    TagInfo t;
+    t.gumbo_unknown = true;
+    return t;
+  }();
+};
+
+const TagInfo& InfoOf(std::string_view name) {
+  static const TagTable* const table = new TagTable();  // never destroyed
+  return table->Lookup(name);
 }
 
-bool IsScopeBoundary(std::string_view name) {
-  return InList(name, {"applet", "marquee", "object", "template"});
+bool BreaksOutOfForeign(std::string_view name) {
+  return InfoOf(name).breaks_foreign;
 }
+bool IsTablePart(std::string_view name) { return InfoOf(name).table_part; }
 
 // Attribute names that the extractor or the tree builder reads: past the
 // per-element cap, the first of each is still kept.
@@ -586,8 +636,7 @@ class Scanner {
   // True if Gumbo has no tag enum for the (lower-case) name: Gumbo then
   // matches an end tag of any unknown name to any unknown element.
   static bool GumboUnknown(std::string_view name) {
-    return gumbo_tagn_enum(name.data(), static_cast<unsigned>(name.size())) ==
-           GUMBO_TAG_UNKNOWN;
+    return InfoOf(name).gumbo_unknown;
   }
 
   size_t EndTag(size_t i) {
@@ -684,14 +733,15 @@ class Scanner {
   // Applies the end tag in name_ to the estimated stack. Returns true if
   // it closes a flattened element (so it must go too).
   bool ModelEndTag() {
-    const Kind kind = KindOf(name_);
+    const TagInfo& info = InfoOf(name_);
+    const Kind kind = info.kind;
     if (kind != Kind::kGroup && kind != Kind::kKeep && kind != Kind::kSvg &&
         kind != Kind::kMath && kind != Kind::kAnchor) {
       return false;
     }
     const uint32_t id = NameId(name_);
-    const bool formatting = IsFormatting(name_);
-    const bool special = IsSpecial(name_);
+    const bool formatting = info.formatting;
+    const bool special = info.special;
     // A bounded walk from the top: an estimate, never a quadratic scan.
     constexpr size_t kWindow = 64;
     bool kept_above = false;
@@ -794,7 +844,8 @@ class Scanner {
   }
 
   size_t HtmlStartTag(size_t i, size_t end, uint32_t id) {
-    const Kind kind = KindOf(name_);
+    const TagInfo& info = InfoOf(name_);
+    const Kind kind = info.kind;
     if (in_select_ && kind != Kind::kRawText && kind != Kind::kUncounted &&
         kind != Kind::kVoid && kind != Kind::kNoscript && name_ != "template") {
       // "In select": other start tags are ignored.
@@ -864,8 +915,8 @@ class Scanner {
         return end;
       case Kind::kKeep:
         FixAttributes();
-        Push(id, static_cast<uint8_t>(
-                     kSpecialFlag | (IsScopeBoundary(name_) ? kBoundary : 0)));
+        Push(id, static_cast<uint8_t>(kSpecialFlag |
+                                      (info.boundary ? kBoundary : 0)));
         return end;
       case Kind::kAnchor: {
         FixAttributes();
@@ -893,8 +944,8 @@ class Scanner {
     }
     // kGroup (and <noscript> parsed as markup).
     const uint8_t flags =
-        static_cast<uint8_t>((IsSpecial(name_) ? kSpecialFlag : 0) |
-                             (GumboUnknown(name_) ? kGumboUnknown : 0));
+        static_cast<uint8_t>((info.special ? kSpecialFlag : 0) |
+                             (info.gumbo_unknown ? kGumboUnknown : 0));
     if (kept_.size() >= limits_.max_depth) {
       Flatten(i, end, id, flags);
       return end;

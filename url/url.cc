@@ -527,6 +527,14 @@ class UrlBuilder {
   // Returns nullptr on success, else the failure reason.
   const char* Run();
 
+  // Empties `url` (fields as a default Url) but keeps its href's capacity.
+  static void Reset(Url& url) {
+    std::string href = std::move(url.href_);
+    href.clear();
+    url = Url();
+    url.href_ = std::move(href);
+  }
+
  private:
   int At(size_t i) const {
     return i < in_.size() ? static_cast<unsigned char>(in_[i]) : -1;
@@ -1140,14 +1148,17 @@ bool Url::is_http() const {
   return s == "http" || s == "https";
 }
 
-Result<Url> Parse(std::string_view input, const Url* base) {
+Status ParseInto(std::string_view input, const Url* base, Url* out) {
   // Strip leading and trailing C0 control or space. Bytes >= 0x80 are never
   // stripped: U+00A0 and friends are not C0.
   size_t b = 0, e = input.size();
   while (b < e && static_cast<unsigned char>(input[b]) <= 0x20) ++b;
   while (e > b && static_cast<unsigned char>(input[e - 1]) <= 0x20) --e;
   input = input.substr(b, e - b);
-  if (input.size() > kMaxParseInput) return Status::InvalidArgument("too long");
+  if (input.size() > kMaxParseInput) {
+    UrlBuilder::Reset(*out);
+    return Status::InvalidArgument("too long");
+  }
   // Remove all ASCII tab or newline (rare: copy only when present).
   std::string cleaned;
   // (Not find_first_of: libstdc++ runs one memchr per input byte for it.)
@@ -1163,9 +1174,18 @@ Result<Url> Parse(std::string_view input, const Url* base) {
     input = cleaned;
   }
   if (base != nullptr && base->href().empty()) base = nullptr;
+  UrlBuilder::Reset(*out);
+  UrlBuilder builder(input, base, *out);
+  if (const char* err = builder.Run()) {
+    UrlBuilder::Reset(*out);
+    return Status::InvalidArgument(err);
+  }
+  return Status::Ok();
+}
+
+Result<Url> Parse(std::string_view input, const Url* base) {
   Url url;
-  UrlBuilder builder(input, base, url);
-  if (const char* err = builder.Run()) return Status::InvalidArgument(err);
+  if (Status s = ParseInto(input, base, &url); !s.ok()) return s;
   return url;
 }
 

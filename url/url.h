@@ -143,6 +143,15 @@ class Url {
 [[nodiscard]] Result<Url> Parse(std::string_view input,
                                 const Url* base = nullptr);
 
+// Parse() into `*out`, reusing its storage: a caller that parses many URLs
+// one after the other (a page's links) allocates once, not once per URL.
+// On failure returns the error Parse() would and leaves *out empty (an
+// empty href, no host).
+// REQUIRES: out != nullptr, out != base, and `input` does not view
+// out->href().
+[[nodiscard]] Status ParseInto(std::string_view input, const Url* base,
+                               Url* out);
+
 // Canonicalization knobs. Every rule runs after WHATWG parsing (which already
 // lowercases the scheme and host, converts IDN to punycode, removes the
 // default port and dot segments).

@@ -73,5 +73,21 @@ TEST(DocBuffer, MoveTransfersContent) {
   EXPECT_EQ(a.size(), 0u);  // NOLINT(bugprone-use-after-move)
 }
 
+// Issue 16: readers of a document in memory see it in place, without a copy.
+TEST(DocBuffer, Issue16_MemoryViewUntilSpilled) {
+  DocBuffer::Options o;
+  o.memory_limit = 8;
+  DocBuffer b(o);
+  ASSERT_TRUE(b.MemoryView().has_value());
+  EXPECT_EQ(*b.MemoryView(), "");
+  ASSERT_TRUE(b.Append("abcd").ok());
+  ASSERT_TRUE(b.MemoryView().has_value());
+  EXPECT_EQ(*b.MemoryView(), "abcd");
+  ASSERT_TRUE(b.Append("efghijk").ok());  // past the limit: spilled
+  ASSERT_TRUE(b.spilled());
+  EXPECT_FALSE(b.MemoryView().has_value());
+  EXPECT_EQ(ReadAll(b), "abcdefghijk");
+}
+
 }  // namespace
 }  // namespace crawld

@@ -128,5 +128,34 @@ TEST(Traps, Issue14_BudgetsRoundTripThroughACheckpoint) {
   EXPECT_EQ(restored.Admit("http://h", P("http://h/y")), "host_budget");
 }
 
+// Issue 16: the shape checks walk the path in place; a path of more
+// distinct segments than the walk counts on the stack is judged the same.
+TEST(Traps, Issue16_LongPathsAreJudgedAsShortOnes) {
+  TrapGuard g(All());
+  std::string distinct = "http://h";
+  for (int i = 0; i < 40; ++i) distinct += "/s" + std::to_string(i);
+  EXPECT_EQ(g.CheckShape(U(distinct)), "");
+  EXPECT_EQ(g.CheckShape(U(distinct + "/s3/s3/s3")), "path_repeats");
+  EXPECT_EQ(g.CheckShape(U(distinct + "/s39/s39")), "");
+  EXPECT_EQ(g.CheckShape(U(distinct + "/s39/s39/s39")), "path_repeats");
+  // The year and month as the last two segments, after many others.
+  EXPECT_EQ(TrapGuard::DateYear(U(distinct + "/1901/12")), 1901);
+  EXPECT_EQ(TrapGuard::DateYear(U("http://h/1901")), 0);
+  EXPECT_EQ(TrapGuard::DateYear(U("http://h/1901/13/2030/01")), 2030);
+  EXPECT_EQ(TrapGuard::DateYear(U("http://h//1901//12//")), 1901);
+}
+
+// Issue 16: host counters are looked up by view; restored and admitted
+// counts meet under the same key.
+TEST(Traps, Issue16_HostCountersByView) {
+  TrapGuard g(All());
+  g.RestoreHost(std::string_view("http://h:80"), 2);
+  EXPECT_EQ(g.Admitted("http://h:80"), 2u);
+  EXPECT_EQ(g.Admit("http://h:80", U("http://h/a")), "");
+  EXPECT_EQ(g.Admitted(std::string("http://h:80")), 3u);
+  EXPECT_EQ(g.Admit("http://h:80", U("http://h/b")), "host_budget");
+  EXPECT_EQ(g.Admitted("http://other:80"), 0u);
+}
+
 }  // namespace
 }  // namespace crawld::conf

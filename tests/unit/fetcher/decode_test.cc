@@ -469,5 +469,57 @@ TEST(Rfc9110, Sec10_2_3_RetryAfterUnreadableIsMinusOne) {
   EXPECT_EQ(ParseRetryAfter("Fri, 31 Dec 1999 23:59:59 GMT junk", 0), -1);
 }
 
+// Issue 16: a body without a content coding is not copied: the view is the
+// body in place, cut at the cap, and DecodeBody's result is the same.
+TEST(DecodeBodyView, Issue16_IdentityInMemoryIsTheBodyInPlace) {
+  for (const char* enc : {"", "identity", " Identity "}) {
+    Response r = Make(enc, "plain body");
+    std::string storage = "old";
+    bool capped = true;
+    auto v = DecodeBodyView(r, 1 << 20, &storage, &capped);
+    ASSERT_TRUE(v.ok()) << enc;
+    EXPECT_EQ(*v, "plain body");
+    EXPECT_EQ(v->data(), r.body.MemoryView()->data()) << "copied";
+    EXPECT_TRUE(storage.empty());
+    EXPECT_FALSE(capped);
+    auto cut = DecodeBodyView(r, 5, &storage, &capped);
+    ASSERT_TRUE(cut.ok());
+    EXPECT_EQ(*cut, "plain");
+    EXPECT_TRUE(capped);
+    auto exact = DecodeBodyView(r, 10, &storage, &capped);
+    ASSERT_TRUE(exact.ok());
+    EXPECT_EQ(*exact, "plain body");
+    EXPECT_FALSE(capped);
+  }
+}
+
+TEST(DecodeBodyView, Issue16_CodedOrSpilledBodiesDecodeIntoStorage) {
+  const std::string t = Text(10000);
+  std::string storage;
+  bool capped = true;
+  Response gz = Make("gzip", Gzip(t));
+  auto v = DecodeBodyView(gz, 1 << 20, &storage, &capped);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, t);
+  EXPECT_EQ(v->data(), storage.data());
+  EXPECT_FALSE(capped);
+  // Two codings: the stages alternate between the storage and a scratch
+  // string, and the result ends in the storage.
+  Response two = Make("deflate, gzip", Gzip(Zlib(t)));
+  v = DecodeBodyView(two, 1 << 20, &storage, &capped);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, t);
+  EXPECT_EQ(v->data(), storage.data());
+  // Identity but spilled to disk: read into the storage, cut at the cap.
+  Response spilled = Make("", t, /*memory_limit=*/4096);
+  ASSERT_TRUE(spilled.body.spilled());
+  v = DecodeBodyView(spilled, 9000, &storage, &capped);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, t.substr(0, 9000));
+  EXPECT_TRUE(capped);
+  auto bad = DecodeBodyView(Make("compress", "x"), 100, &storage);
+  EXPECT_EQ(bad.status().code(), Status::Code::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace crawld::fetcher

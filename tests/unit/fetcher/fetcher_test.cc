@@ -597,6 +597,55 @@ TEST_F(FetcherTest, Crawld_TransferWithoutKeepAliveClosesItsConnection) {
   EXPECT_EQ(fetcher_->stats().connections, 2u);
 }
 
+// Issue 16: easy handles are reused (curl_easy_reset): a transfer carries
+// nothing of the one before, and its captured request head is byte for
+// byte what the server received.
+TEST_F(FetcherTest, Issue16_ReusedHandlesSendOnlyTheirOwnRequest) {
+  std::vector<std::string> heads;
+  server_.Handle("/h", [&](Exchange& ex) {
+    heads.push_back(ex.head);
+    ex.Send(Ok("x"));
+  });
+  Make();
+  Response a = Fetch({Url("/h", "a.test"), "127.0.0.1", {"X-Probe: 1"}});
+  ASSERT_EQ(a.error, ErrorClass::kNone) << a.error_message;
+  Response b = Fetch({Url("/h", "b.test"), "127.0.0.1", {}});
+  ASSERT_EQ(b.error, ErrorClass::kNone) << b.error_message;
+  Response c = Fetch({Url("/h", "a.test"), "127.0.0.1", {}});
+  ASSERT_EQ(c.error, ErrorClass::kNone) << c.error_message;
+  ASSERT_EQ(heads.size(), 3u);
+  EXPECT_EQ(a.request_head, heads[0]);
+  EXPECT_EQ(b.request_head, heads[1]);
+  EXPECT_EQ(c.request_head, heads[2]);
+  EXPECT_NE(heads[0].find("\r\nX-Probe: 1\r\n"), std::string::npos);
+  EXPECT_EQ(heads[1].find("X-Probe"), std::string::npos) << heads[1];
+  EXPECT_EQ(heads[2].find("X-Probe"), std::string::npos) << heads[2];
+  EXPECT_NE(heads[1].find("\r\nHost: b.test:"), std::string::npos);
+  EXPECT_EQ(BodyOf(c), "x");
+}
+
+// Issue 16: a socket's poll lives as long as the socket. A kept-alive
+// connection that the server closes while it is idle is not reused, and
+// the next transfer gets a new one.
+TEST_F(FetcherTest, Issue16_IdleConnectionClosedByTheServerIsReplaced) {
+  server_.Handle("/bye", [](Exchange& ex) {
+    ex.Send(Ok("bye"));  // no "Connection: close": curl keeps it
+    ex.close_after = true;
+  });
+  Make();
+  ASSERT_EQ(Get("/bye").error, ErrorClass::kNone);
+  // Let the server's FIN arrive while the connection is idle (bounded).
+  for (int i = 0; i < 20; ++i) {
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Response r = Get("/small");
+  ASSERT_EQ(r.error, ErrorClass::kNone) << r.error_message;
+  EXPECT_EQ(BodyOf(r), "hello world");
+  ASSERT_EQ(Get("/small").error, ErrorClass::kNone);
+  EXPECT_EQ(server_.connections(), 2);
+}
+
 // A worker crawls more hosts than it has transfer slots: each host's
 // connection must still be there for its next page (one per host, not one
 // per page), while transfers stay within max_connections.

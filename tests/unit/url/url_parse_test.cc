@@ -444,5 +444,46 @@ TEST(WhatwgUrl, CrawldHugeInputRefused) {
   EXPECT_EQ(r.status().message(), "too long");
 }
 
+// Issue 16: ParseInto gives what Parse gives, reusing one Url for many
+// inputs (a page's links); a failure leaves it empty.
+TEST(ParseInto, Issue16_SameResultsAsParseIntoOneReusedUrl) {
+  const Url base = Parse(kBase).value();
+  const std::string_view inputs[] = {"other.html",
+                                     "/abs?q=2",
+                                     "//cdn.example.org:8080/x",
+                                     "http://[::1]:8/",
+                                     "HTTP://EXAMPLE.com",
+                                     "#frag",
+                                     "http://a b/",
+                                     "https://ex.com/%7e/a/../b"};
+  Url reused;
+  for (std::string_view in : inputs) {
+    Result<Url> want = Parse(in, &base);
+    Status got = ParseInto(in, &base, &reused);
+    ASSERT_EQ(got.ok(), want.ok()) << in;
+    if (!want.ok()) {
+      EXPECT_EQ(got.message(), want.status().message()) << in;
+      EXPECT_TRUE(reused.href().empty()) << in;
+      EXPECT_FALSE(reused.has_host()) << in;
+      continue;
+    }
+    EXPECT_TRUE(reused == *want) << in;
+    EXPECT_EQ(reused.host(), want->host()) << in;
+    EXPECT_EQ(reused.port(), want->port()) << in;
+    EXPECT_EQ(reused.path(), want->path()) << in;
+    EXPECT_EQ(reused.query(), want->query()) << in;
+    EXPECT_EQ(reused.has_query(), want->has_query()) << in;
+    EXPECT_EQ(reused.fragment(), want->fragment()) << in;
+    EXPECT_EQ(reused.has_fragment(), want->has_fragment()) << in;
+    EXPECT_EQ(reused.origin_key(), want->origin_key()) << in;
+  }
+  // A query and fragment of an earlier URL do not leak into the next.
+  ASSERT_TRUE(ParseInto("http://h/p?q#f", nullptr, &reused).ok());
+  ASSERT_TRUE(ParseInto("http://h/p", nullptr, &reused).ok());
+  EXPECT_FALSE(reused.has_query());
+  EXPECT_FALSE(reused.has_fragment());
+  EXPECT_FALSE(reused.has_explicit_port());
+}
+
 }  // namespace
 }  // namespace crawld::url
