@@ -150,21 +150,32 @@ UrlEntry GetUrlEntry(Reader& r) {
 
 void PutRoutedUrl(std::string* v, const RoutedUrl& m) {
   PutVarint(v, static_cast<uint64_t>(m.to_worker));
-  v->push_back(static_cast<char>(m.seen_mark ? 1 : 0));
+  // Flags: 1 seen mark; 2 a sitemap, 4 a child sitemap (layout 4), which
+  // sitemap_of follows.
+  uint8_t flags = m.seen_mark ? 1 : 0;
+  if (m.sitemap_kind == 1) flags |= 2;
+  if (m.sitemap_kind == 2) flags |= 4;
+  v->push_back(static_cast<char>(flags));
   PutBytes(v, m.url);
   PutBytes(v, m.seed_host);
   PutVarint(v, m.depth);
   PutDouble(v, m.credit);
+  if ((flags & 6) != 0) PutBytes(v, m.sitemap_of);
 }
 
 RoutedUrl GetRoutedUrl(Reader& r) {
   RoutedUrl m;
   m.to_worker = static_cast<int>(r.Varint());
-  m.seen_mark = (r.Byte() & 1) != 0;
+  const uint8_t flags = r.Byte();
+  m.seen_mark = (flags & 1) != 0;
   m.url = r.Bytes();
   m.seed_host = r.Bytes();
   m.depth = static_cast<uint16_t>(r.Varint());
   m.credit = r.Double();
+  if ((flags & 6) != 0) {
+    m.sitemap_kind = (flags & 2) != 0 ? 1 : 2;
+    m.sitemap_of = r.Bytes();
+  }
   return m;
 }
 
@@ -265,6 +276,7 @@ Result<CrawlMeta> LoadCrawlMeta(const Store& store) {
   Reader r(**value);
   const uint64_t version = r.Varint();
   if (r.ok() && version != kCrawlStateVersion &&
+      version != kCrawlStateVersionNoSitemaps &&
       version != kCrawlStateVersionNoSettle) {
     return Status::FailedPrecondition(
         "checkpoint: layout " + std::to_string(version) +
@@ -277,7 +289,7 @@ Result<CrawlMeta> LoadCrawlMeta(const Store& store) {
   meta.warc_file = r.Bytes();
   meta.warc_size = r.Varint();
   meta.workers = static_cast<int>(r.Varint());
-  if (version == kCrawlStateVersion) {
+  if (version != kCrawlStateVersionNoSettle) {
     meta.settle_file = r.Bytes();
     meta.settle_offset = r.Varint();
   }

@@ -32,8 +32,10 @@ namespace crawld::checkpoint {
 
 // The layout version written by this build (docs/CHECKPOINT.md). A store
 // written by another layout version is refused on load, never misread.
-inline constexpr uint32_t kCrawlStateVersion = 3;
-// The layout before 3 (no settle position in `meta`), still read.
+inline constexpr uint32_t kCrawlStateVersion = 4;
+// Layout 3: no sitemaps in the outbox (its routed URLs are pages); read.
+inline constexpr uint32_t kCrawlStateVersionNoSitemaps = 3;
+// Layout 2: also no settle position in `meta`; read.
 inline constexpr uint32_t kCrawlStateVersionNoSettle = 2;
 
 // A URL with what travels with it through the frontier.
@@ -55,6 +57,8 @@ struct RoutedUrl {
   std::string seed_host;
   uint16_t depth = 0;
   double credit = 0;
+  uint8_t sitemap_kind = 0;  // cluster::UrlMessage::sitemap_kind
+  std::string sitemap_of;    // cluster::UrlMessage::sitemap_of
 };
 
 // The scalar part of a checkpoint.

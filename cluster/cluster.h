@@ -119,6 +119,11 @@ struct UrlMessage {
   // Not a URL to crawl: a URL its previous owner already fetched (a host
   // moved to this worker); the owner only remembers it as seen.
   bool seen_mark = false;
+  // A sitemap to read, not a page (frontier::ItemKind: 1 a sitemap, 2 a
+  // child of a sitemap index; 0 a page), and the host whose robots.txt
+  // named it (cross-submission; at most 255 bytes).
+  uint8_t sitemap_kind = 0;
+  std::string sitemap_of;
 };
 
 // Called by the inbox owner once a batch is durable (in the frontier). May be

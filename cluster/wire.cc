@@ -14,9 +14,15 @@ constexpr uint8_t kMagic = 'B';
 constexpr uint8_t kVersion = 2;
 // magic, version, from, incarnation, id, count
 constexpr size_t kHeaderBytes = 1 + 1 + 4 + 8 + 8 + 4;
-// flags, depth, credit, url length, seed host length
+// flags, depth, credit, url length, seed host length; then url, seed host,
+// and with a sitemap flag: u8 sitemap_of length, sitemap_of. A batch
+// without sitemaps is what version 2 wrote before them.
 constexpr size_t kUrlFixedBytes = 1 + 2 + 8 + 4 + 2;
 constexpr uint8_t kSeenMarkFlag = 1;
+constexpr uint8_t kSitemapFlag = 2;       // frontier::ItemKind::kSitemap
+constexpr uint8_t kChildSitemapFlag = 4;  // frontier::ItemKind::kChildSitemap
+constexpr uint8_t kKnownFlags =
+    kSeenMarkFlag | kSitemapFlag | kChildSitemapFlag;
 
 }  // namespace
 
@@ -48,7 +54,8 @@ void EncodeBatch(const BatchHeader& h, const std::vector<UrlMessage>& urls,
                  std::string* out) {
   size_t total = kHeaderBytes;
   for (const auto& m : urls) {
-    total += kUrlFixedBytes + m.url.size() + m.seed_host.size();
+    total += kUrlFixedBytes + m.url.size() + m.seed_host.size() +
+             (m.sitemap_kind != 0 ? 1 + m.sitemap_of.size() : 0);
   }
   out->reserve(out->size() + total);
   out->push_back(static_cast<char>(kMagic));
@@ -58,7 +65,10 @@ void EncodeBatch(const BatchHeader& h, const std::vector<UrlMessage>& urls,
   PutU64(h.id, out);
   PutU32(static_cast<uint32_t>(urls.size()), out);
   for (const auto& m : urls) {
-    out->push_back(static_cast<char>(m.seen_mark ? kSeenMarkFlag : 0));
+    uint8_t flags = m.seen_mark ? kSeenMarkFlag : 0;
+    if (m.sitemap_kind == 1) flags |= kSitemapFlag;
+    if (m.sitemap_kind == 2) flags |= kChildSitemapFlag;
+    out->push_back(static_cast<char>(flags));
     out->push_back(static_cast<char>(m.depth & 0xff));
     out->push_back(static_cast<char>(m.depth >> 8));
     PutU64(std::bit_cast<uint64_t>(m.credit), out);
@@ -69,6 +79,12 @@ void EncodeBatch(const BatchHeader& h, const std::vector<UrlMessage>& urls,
     out->push_back(static_cast<char>(seed >> 8));
     out->append(m.url);
     out->append(m.seed_host, 0, seed);
+    if ((flags & (kSitemapFlag | kChildSitemapFlag)) != 0) {
+      // ValidateMessage kept it to 255 bytes.
+      const size_t of = std::min<size_t>(m.sitemap_of.size(), 0xff);
+      out->push_back(static_cast<char>(of));
+      out->append(m.sitemap_of, 0, of);
+    }
   }
 }
 
@@ -101,7 +117,9 @@ Status DecodeBatch(std::string_view in, BatchHeader* h,
     }
     UrlMessage m;
     const uint8_t flags = static_cast<uint8_t>(p[pos]);
-    if ((flags & ~kSeenMarkFlag) != 0) {
+    if ((flags & ~kKnownFlags) != 0 ||
+        (flags & (kSitemapFlag | kChildSitemapFlag)) ==
+            (kSitemapFlag | kChildSitemapFlag)) {
       return Status::Corruption("batch: unknown url flags");
     }
     m.seen_mark = (flags & kSeenMarkFlag) != 0;
@@ -127,6 +145,16 @@ Status DecodeBatch(std::string_view in, BatchHeader* h,
     pos += len;
     m.seed_host.assign(p + pos, seed);
     pos += seed;
+    if ((flags & (kSitemapFlag | kChildSitemapFlag)) != 0) {
+      m.sitemap_kind = (flags & kSitemapFlag) != 0 ? 1 : 2;
+      if (pos >= in.size()) return Status::Corruption("batch: truncated url");
+      const size_t of = static_cast<unsigned char>(p[pos]);
+      ++pos;
+      if (in.size() - pos < of)
+        return Status::Corruption("batch: truncated url");
+      m.sitemap_of.assign(p + pos, of);
+      pos += of;
+    }
     urls->push_back(std::move(m));
   }
   if (pos != in.size()) return Status::Corruption("batch: trailing bytes");
@@ -166,6 +194,9 @@ Status ValidateMessage(const UrlMessage& m, const ExchangeOptions& o) {
   }
   if (m.seed_host.size() > 255) {
     return Status::InvalidArgument("exchange: seed host longer than 255");
+  }
+  if (m.sitemap_kind > 2 || m.sitemap_of.size() > 255) {
+    return Status::InvalidArgument("exchange: bad sitemap kind or host");
   }
   return Status::Ok();
 }

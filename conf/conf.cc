@@ -442,6 +442,25 @@ constexpr Key kKeys[] = {
             "Also follow links a browser does not list as hyperlinks: link "
             "rel=canonical, next and alternate, meta refresh, frame and "
             "iframe src, SVG anchors."),
+    // [sitemaps]
+    BoolKey(CRAWLD_CONF_FIELD(sitemaps, from_robots),
+            "Read the sitemaps a host's robots.txt names (Sitemap: lines) "
+            "as sources of its URLs, with the sitemaps.org protocol's "
+            "scope: the sitemap's host and directory, or the hosts whose "
+            "robots.txt named it (docs/SITEMAPS.md)."),
+    BoolKey(CRAWLD_CONF_FIELD(sitemaps, probe),
+            "Also read /sitemap.xml of every host the crawl reaches, "
+            "named or not (one more request per host)."),
+    IntKey(CRAWLD_CONF_FIELD(sitemaps, max_per_host), 0, 100000,
+           "Sitemaps entered per host: robots.txt lines and a sitemap "
+           "index's children (counted past it: sitemap_cap); 0 = none."),
+    IntKey(CRAWLD_CONF_FIELD(sitemaps, max_urls), 1, 10'000'000,
+           "Entries read per sitemap file; the protocol's limit is 50000 "
+           "(counted past it: sitemap_urls_over_limit)."),
+    IntKey(CRAWLD_CONF_FIELD(sitemaps, max_bytes), 1024, 1ll << 30,
+           "Bytes of one sitemap read after gzip decompression (a gzip "
+           "bomb costs at most this); the protocol's limit is 50 MB. A "
+           "file is also bounded by fetch.max_body_bytes as it arrives."),
     // [politeness]
     IntKey(CRAWLD_CONF_FIELD(politeness, min_delay_ms), 0, 3'600'000,
            "Least milliseconds between two requests to one host; must not "
@@ -693,9 +712,9 @@ constexpr Key kKeys[] = {
 #undef CRAWLD_CONF_FIELD
 
 constexpr std::string_view kTables[] = {
-    "crawl",    "url",        "fetch", "parse",   "politeness",
-    "dns",      "network",    "store", "dedupe",  "traps",
-    "frontier", "checkpoint", "admin", "workers", "cluster"};
+    "crawl",      "url",     "fetch",   "parse",  "sitemaps", "politeness",
+    "dns",        "network", "store",   "dedupe", "traps",    "frontier",
+    "checkpoint", "admin",   "workers", "cluster"};
 
 constexpr size_t kNumKeys = std::size(kKeys);
 

@@ -162,6 +162,17 @@ struct ParseConfig {
   bool operator==(const ParseConfig&) const = default;
 };
 
+// [sitemaps]: sitemaps.org sitemaps as link sources (docs/SITEMAPS.md).
+struct SitemapsConfig {
+  bool from_robots = true;           // read the sitemaps robots.txt names
+  bool probe = false;                // also /sitemap.xml of every host
+  int64_t max_per_host = 100;        // sitemaps entered per host (count)
+  int64_t max_urls = 50000;          // entries read per file (count)
+  uint64_t max_bytes = 50ull << 20;  // bytes read per file, uncompressed
+
+  bool operator==(const SitemapsConfig&) const = default;
+};
+
 // [store]: WARC output.
 struct StoreConfig {
   // File name prefix of WARC files: [A-Za-z0-9._-]+, not starting with '.'.
@@ -279,6 +290,7 @@ struct Config {
   AdminConfig admin;
   WorkersConfig workers;
   ParseConfig parse;
+  SitemapsConfig sitemaps;
   ClusterConfig cluster;
   // Where it was loaded from ("" for Defaults()). Compared by operator==
   // like every other field; compare the tables when only values matter.

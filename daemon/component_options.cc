@@ -214,6 +214,11 @@ CrawlPath::Options PathOptions(const conf::Config& c) {
   o.parser.max_links = static_cast<size_t>(c.parse.max_links);
   o.parser.scripting = c.parse.scripting;
   o.parser.extract_frames = c.parse.follow_other_links;
+  o.sitemaps_from_robots = c.sitemaps.from_robots;
+  o.sitemaps_probe = c.sitemaps.probe;
+  o.sitemaps_per_host = static_cast<size_t>(c.sitemaps.max_per_host);
+  o.sitemap.max_urls = static_cast<size_t>(c.sitemaps.max_urls);
+  o.sitemap.max_uncompressed_bytes = static_cast<size_t>(c.sitemaps.max_bytes);
   // Text only where something uses it: SimHash, conversion records.
   o.parser.extract_text =
       c.store.near_duplicate_bits > 0 || c.store.conversion_records;

@@ -34,9 +34,9 @@ CrawlPath::CrawlPath(const Options& options, const Parts& parts)
       recorder_({options.write_metadata, options.conversion_records},
                 parts.warc, parts.documents, parts.stats, parts.log,
                 parts.clock, parts.pool),
-      parse_slots_(
-          {options.parse_slots, options.big_body_bytes, options.parser},
-          parts.pool),
+      parse_slots_({options.parse_slots, options.big_body_bytes, options.parser,
+                    options.sitemap},
+                   parts.pool),
       frontier_(parts.frontier),
       ip_gate_(parts.ip_gate),
       hosts_(parts.hosts),
@@ -97,6 +97,8 @@ EnterResult CrawlPath::Route(const url::Url& canon, const Candidate& c) {
       m.credit = c.credit;
       m.seed_host =
           std::string(c.seed_host.empty() ? canon.host() : c.seed_host);
+      m.sitemap_kind = static_cast<uint8_t>(c.kind);
+      m.sitemap_of = std::string(c.sitemap_of);
       router->Send(owner, std::move(m));
       return EnterResult::kRouted;
     }
@@ -131,6 +133,8 @@ EnterResult CrawlPath::Admit(const url::Url& canon, const Candidate& c) {
   item.redirect_from = c.redirect_from;
   item.seed_host =
       std::string(c.seed_host.empty() ? canon.host() : c.seed_host);
+  item.kind = c.kind;
+  item.sitemap_of = std::string(c.sitemap_of);
   Status st = frontier_->TryPush(host_key, std::move(item), c.from_host_key);
   if (st.ok()) return EnterResult::kQueued;
   if (st.code() == Status::Code::kFailedPrecondition) {
@@ -196,8 +200,12 @@ void CrawlPath::Dispatch(frontier::Frontier::Ready ready) {
   if (gate.kind == HostTable::Gate::kFetchRobots) {
     // The slot Pop gave us is used for robots.txt; the page waits at the
     // head of its queue and comes out again after the politeness delay.
+    std::string seed_host = ready.item.seed_host;
     frontier_->PushFront(ready.host_key, std::move(ready.item));
-    Resolve(NewJob(true, std::move(ready.host_key), gate.robots_url));
+    Job* robots = NewJob(true, std::move(ready.host_key), gate.robots_url);
+    // The sitemaps its robots.txt names descend from the same seed.
+    robots->item.seed_host = std::move(seed_host);
+    Resolve(robots);
     return;
   }
   if (gate.kind == HostTable::Gate::kDisallowed) {
@@ -376,6 +384,12 @@ void CrawlPath::Process(Job* job) {
   task->url = job->url;
   task->robots_token = options_.robots_token;
   task->max_decoded = options_.max_decoded_page_bytes;
+  if (job->item.kind != frontier::ItemKind::kPage) {
+    task->sitemap = &options_.sitemap;
+    if (!job->item.sitemap_of.empty()) {
+      task->sitemap_hosts.push_back(job->item.sitemap_of);
+    }
+  }
   parts_.documents->Prepare(task.get());  // the body's digest and claim
   PageTask* t = task.get();
   job->task = std::move(task);
@@ -394,6 +408,7 @@ void CrawlPath::OnProcessed(Job* job) {
   if (t.decode.ok() && !t.parsed) stats_->Count("not_parsed");  // archived
   if (t.header_robots.noindex) stats_->Count("x_robots_noindex");
   if (t.parsed) CountParseCuts(t.page, stats_);
+  if (t.sitemap_report.has_value()) CountSitemap(job, *t.sitemap_report);
   // Links first: the next page of a site need not wait for this one's
   // records, which queue behind every earlier write. Then the record, and
   // the job ends the moment it is written. So a checkpoint never holds a
@@ -514,7 +529,13 @@ void CrawlPath::FollowSomeLinks(Job* job, bool all_now) {
       all_now ? job->links.size()
               : std::min(job->links.size(), job->next_link + kLinksPerTurn);
   for (; job->next_link < end; ++job->next_link) {
-    c.url = job->links[job->next_link]->url;
+    const parser::Link& link = *job->links[job->next_link];
+    if (link.kind == parser::LinkKind::kSitemap &&
+        job->item.kind != frontier::ItemKind::kPage) {
+      EnterChildSitemap(job, link.url);
+      continue;
+    }
+    c.url = link.url;
     c.credit = job->link_share;
     Enter(c);
     if (options_.path_ascending) EnterParents(c);

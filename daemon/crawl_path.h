@@ -34,6 +34,11 @@
 //   15. credit         FollowLinks()    AOPIC: the page's credit shared
 //   16. links          FollowLinks()    each outlink back to step 1
 //
+// A sitemap (docs/SITEMAPS.md) takes the same way as a page, as a job of
+// another kind (frontier::ItemKind): entered from the Sitemap: lines of a
+// robots.txt (after step 12 of the robots.txt job) or from an index's
+// children, read at step 13 by sitemap::Reader with the protocol's scope;
+// its entries are its links (crawl_path_sitemaps.cc).
 // Steps 15-16 run right after 13, before 14 ends: the next page of a site
 // does not wait for this one's records, which queue behind other writes.
 // A job (a page or a robots.txt fetch) carries an explicit Stage, changed
@@ -68,6 +73,7 @@
 #include "daemon/recorder.h"
 #include "frontier/frontier.h"
 #include "frontier/ip_gate.h"
+#include "sitemap/sitemap.h"
 #include "store/store.h"
 #include "url/url.h"
 
@@ -89,6 +95,10 @@ struct Candidate {
   std::string_view from_host_key;
   // Fingerprint of the URL whose redirect led here (0: none).
   uint64_t redirect_from = 0;
+  // A page, or a sitemap to read (docs/SITEMAPS.md), and then the host
+  // whose robots.txt named it (frontier::Item::sitemap_of).
+  frontier::ItemKind kind = frontier::ItemKind::kPage;
+  std::string_view sitemap_of;
 };
 
 enum class EnterResult : uint8_t {
@@ -152,6 +162,12 @@ class CrawlPath {
     // parse_slots - 1 slots at once (ParseSlots, page_task.h).
     uint64_t big_body_bytes = 1u << 20;
     parser::Options parser;
+    // Sitemaps (docs/SITEMAPS.md): those robots.txt names, and /sitemap.xml
+    // of every host (probe); at most sitemaps_per_host entered per host.
+    bool sitemaps_from_robots = true;
+    bool sitemaps_probe = false;
+    size_t sitemaps_per_host = 100;
+    sitemap::Options sitemap;
   };
 
   // What the path needs, none of it owned. `router` is null with one
@@ -259,6 +275,14 @@ class CrawlPath {
   void FollowLinks(Job* job, bool all_now);
   void FollowSomeLinks(Job* job, bool all_now);
   void EnterParents(Candidate c);
+  // Sitemaps (crawl_path_sitemaps.cc): those a robots.txt names (and the
+  // probe), the children of an index, entered like links (step 1) with
+  // their kind; a read sitemap counted.
+  void EnterSitemaps(Job* robots_job);
+  void EnterChildSitemap(Job* index, std::string_view url);
+  void EnterSitemap(Job* from, std::string_view url, frontier::ItemKind kind,
+                    std::string_view sitemap_of);
+  void CountSitemap(Job* job, const sitemap::Report& report);
 
   // Job lifecycle.
   Job* NewJob(bool robots, std::string host_key, std::string url);
@@ -283,6 +307,8 @@ class CrawlPath {
   std::unordered_map<uint64_t, std::unique_ptr<Job>> jobs_;
   std::unordered_set<uint64_t> skip_;
   std::unique_ptr<ProcessorRegistry> replay_parsers_;  // made at first use
+  // Sitemaps entered per host key (sitemaps_per_host); for this run.
+  std::unordered_map<std::string, size_t> sitemaps_entered_;
 };
 
 }  // namespace crawld::daemon

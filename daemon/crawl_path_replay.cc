@@ -56,7 +56,7 @@ void CrawlPath::Replay(const std::string& uri, fetcher::Response* response,
     // On the loop, before it runs: no parse slot is in use.
     if (replay_parsers_ == nullptr) {
       replay_parsers_ = std::make_unique<ProcessorRegistry>(
-          ProcessorRegistry::Default(options_.parser));
+          ProcessorRegistry::Default(options_.parser, options_.sitemap));
     }
     t.parsers = replay_parsers_.get();
     t.Run();

@@ -99,6 +99,7 @@ void CrawlPath::DecideRobots(Job* job) {
                  {"reason", std::string(result.reason)},
                  {"error", r.error_message}});
   }
+  EnterSitemaps(job);
   ReleaseSlots(job, result.completion);
   Finish(job);
 }

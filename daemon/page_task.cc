@@ -30,6 +30,14 @@ void PageTask::Parse() {
     decode = body.status();
     return;
   }
+  if (sitemap != nullptr) {
+    auto doc_url = url::Parse(url);
+    if (!doc_url.ok()) return;
+    sitemap_report =
+        ReadSitemapLinks(*body, *doc_url, sitemap_hosts, *sitemap, &page);
+    parsed = true;
+    return;
+  }
   const std::string content_type = response->Header("Content-Type");
   const Processor* processor =
       parsers->For(parser::SniffMime(content_type, *body));
@@ -48,7 +56,7 @@ ParseSlots::ParseSlots(const Options& options, WorkPool* pool)
   options_.slots = std::max<size_t>(options_.slots, 1);
   for (size_t i = 0; i < options_.slots; ++i) {
     free_.push_back(std::make_unique<ProcessorRegistry>(
-        ProcessorRegistry::Default(options_.parser)));
+        ProcessorRegistry::Default(options_.parser, options_.feeds)));
   }
 }
 

@@ -26,6 +26,7 @@
 #include "daemon/processors.h"
 #include "fetcher/fetcher.h"
 #include "parser/parser.h"
+#include "sitemap/sitemap.h"
 
 namespace crawld::daemon {
 
@@ -39,13 +40,19 @@ struct PageTask {
   ProcessorRegistry* parsers = nullptr;  // not owned; this task's alone
   // Dedupe (Documents::Prepare sets it; null: no dedupe, e.g. replay).
   const Documents* documents = nullptr;  // not owned
+  // A sitemap job (docs/SITEMAPS.md): the body is read as a sitemap with
+  // the protocol's scope whatever its type, `sitemap_hosts` as the
+  // cross-submitted hosts. Null for a page. Not owned.
+  const sitemap::Options* sitemap = nullptr;
+  std::vector<std::string> sitemap_hosts;
 
   // Out.
   Status decode;        // the Content-Encoding could not be undone
   bool capped = false;  // the decoded body reached max_decoded
   bool parsed = false;  // a processor took it (else archived only)
   parser::Page page;
-  parser::RobotsDirectives header_robots;  // from X-Robots-Tag
+  parser::RobotsDirectives header_robots;         // from X-Robots-Tag
+  std::optional<sitemap::Report> sitemap_report;  // a sitemap job's reading
   std::optional<uint64_t> simhash;
   // In and out: Prepare's record id for a new body, then the verdict.
   DocumentVerdict document;
@@ -69,6 +76,7 @@ class ParseSlots {
     size_t slots = 2;  // >= 1
     uint64_t big_body_bytes = 1u << 20;
     parser::Options parser;
+    sitemap::Options feeds;  // FeedProcessor's bounds
   };
   ParseSlots(const Options& options, WorkPool* pool);
 

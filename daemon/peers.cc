@@ -27,6 +27,8 @@ checkpoint::RoutedUrl ToRouted(int to, const cluster::UrlMessage& m) {
   r.seed_host = m.seed_host;
   r.depth = m.depth;
   r.credit = m.credit;
+  r.sitemap_kind = m.sitemap_kind;
+  r.sitemap_of = m.sitemap_of;
   return r;
 }
 
@@ -37,6 +39,8 @@ cluster::UrlMessage FromRouted(checkpoint::RoutedUrl&& r) {
   m.credit = r.credit;
   m.seed_host = std::move(r.seed_host);
   m.seen_mark = r.seen_mark;
+  m.sitemap_kind = r.sitemap_kind;
+  m.sitemap_of = std::move(r.sitemap_of);
   return m;
 }
 
@@ -237,6 +241,8 @@ void Peers::Rebalance(frontier::Frontier* frontier,
       m.depth = item.depth;
       m.credit = item.credit;
       m.seed_host = std::move(item.seed_host);
+      m.sitemap_kind = static_cast<uint8_t>(item.kind);
+      m.sitemap_of = std::move(item.sitemap_of);
       Send(to, std::move(m));
       ++urls;
     });

@@ -12,11 +12,46 @@ void HtmlProcessor::Process(std::string_view body,
   extractor_.ExtractInto(body, content_type, document_url, robots_token, page);
 }
 
-ProcessorRegistry ProcessorRegistry::Default(const parser::Options& options) {
+sitemap::Report ReadSitemapLinks(
+    std::string_view body, const url::Url& document_url,
+    const std::vector<std::string>& cross_submitted_hosts,
+    const sitemap::Options& options, parser::Page* page) {
+  sitemap::Contents c =
+      sitemap::Read(body, document_url, cross_submitted_hosts, options);
+  page->links.reserve(page->links.size() + c.entries.size());
+  for (sitemap::Entry& e : c.entries) {
+    page->links.push_back({std::move(e.url),
+                           e.kind == sitemap::EntryKind::kSitemap
+                               ? parser::LinkKind::kSitemap
+                               : parser::LinkKind::kAnchor,
+                           false});
+  }
+  return c.report;
+}
+
+FeedProcessor::FeedProcessor(const sitemap::Options& options)
+    : options_(options) {
+  options_.enforce_scope = false;
+}
+
+void FeedProcessor::Process(std::string_view body, std::string_view,
+                            const url::Url& document_url, std::string_view,
+                            parser::Page* page) const {
+  page->base_url = std::string(document_url.href());
+  ReadSitemapLinks(body, document_url, {}, options_, page);
+}
+
+ProcessorRegistry ProcessorRegistry::Default(const parser::Options& options,
+                                             const sitemap::Options& feeds) {
   ProcessorRegistry r;
   auto html = std::make_shared<HtmlProcessor>(options);
   r.Register("text/html", html);
   r.Register("application/xhtml+xml", html);
+  auto feed = std::make_shared<FeedProcessor>(feeds);
+  for (const char* type : {"application/rss+xml", "application/atom+xml",
+                           "application/xml", "text/xml"}) {
+    r.Register(type, feed);
+  }
   return r;
 }
 

@@ -211,6 +211,8 @@ Status Worker::Impl::OpenPeers(const std::string& wdir) {
     c.depth = m.depth;
     c.credit = m.credit;
     c.seed_host = m.seed_host;
+    c.kind = static_cast<frontier::ItemKind>(m.sitemap_kind);
+    c.sitemap_of = m.sitemap_of;
     path_->Enter(c);
   });
   return Status::Ok();

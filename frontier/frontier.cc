@@ -60,7 +60,8 @@ size_t ItemBytes(const Item& item) {
   auto heap = [](const std::string& s) {
     return s.capacity() > 15 ? s.capacity() + 1 : 0;
   };
-  return sizeof(Item) + heap(item.url) + heap(item.seed_host);
+  return sizeof(Item) + heap(item.url) + heap(item.seed_host) +
+         heap(item.sitemap_of);
 }
 
 // --- On-disk formats (native byte order; little-endian hosts only) ---
@@ -69,14 +70,17 @@ size_t ItemBytes(const Item& item) {
 //   u32 magic, u32 item count, u32 payload bytes, u64 XXH3 of payload,
 //   payload = per item: u32 url bytes, url, u64 fingerprint, u16 depth,
 //   u8 redirects, u8 retries, f64 credit, u64 redirect_from, u16 seed host
-//   bytes, seed host.
+//   bytes, seed host, u8 kind (ItemKind), u8 sitemap_of bytes, sitemap_of.
+//   Chunks of magic "FCK2" (before sitemaps) end each item at the seed host
+//   and are still read, as pages.
 // Manifest (spill_dir/MANIFEST, replaced by rename):
 //   8 bytes magic, u64 payload bytes, u64 XXH3 of payload, payload =
 //   f64 lambda, u64 hosts, per host: u32 key bytes, key, u8 retired,
 //   i64 crawl delay, f64 credit, f64 inbound credit, u64 pages, u64 fetched,
 //   u64 dropped, u32 chunks, per chunk: u32 segment, u32 count, u64 offset,
 //   u32 bytes.
-constexpr uint32_t kChunkMagic = 0x324b4346;  // "FCK2"
+constexpr uint32_t kChunkMagic = 0x334b4346;        // "FCK3"
+constexpr uint32_t kChunkMagicNoKind = 0x324b4346;  // "FCK2"
 constexpr size_t kChunkHeader = 4 + 4 + 4 + 8;
 constexpr char kManifestMagic[8] = {'C', 'R', 'W', 'L', 'F', 'R', 'N', '1'};
 constexpr uint32_t kMaxUrlBytes = 1u << 24;  // sanity bound when decoding
@@ -132,6 +136,10 @@ void EncodeItem(std::string* out, const Item& item) {
   const size_t seed = std::min<size_t>(item.seed_host.size(), 0xffff);
   Put<uint16_t>(out, static_cast<uint16_t>(seed));
   out->append(item.seed_host, 0, seed);
+  Put<uint8_t>(out, static_cast<uint8_t>(item.kind));
+  const size_t of = std::min<size_t>(item.sitemap_of.size(), 0xff);
+  Put<uint8_t>(out, static_cast<uint8_t>(of));
+  out->append(item.sitemap_of, 0, of);
 }
 
 std::string ErrnoText(const std::string& what) {
@@ -306,8 +314,8 @@ struct Frontier::SpillStore {
     const uint32_t count = r.Get<uint32_t>();
     const uint32_t payload = r.Get<uint32_t>();
     const uint64_t sum = r.Get<uint64_t>();
-    if (magic != kChunkMagic || count != ref.count ||
-        payload != ref.bytes - kChunkHeader ||
+    if ((magic != kChunkMagic && magic != kChunkMagicNoKind) ||
+        count != ref.count || payload != ref.bytes - kChunkHeader ||
         sum != XXH3_64bits(scratch.data() + kChunkHeader, payload)) {
       return Status::Corruption(path + ": bad chunk at offset " +
                                 std::to_string(ref.offset));
@@ -325,6 +333,12 @@ struct Frontier::SpillStore {
       item.credit = CleanCredit(r.Get<double>());
       item.redirect_from = r.Get<uint64_t>();
       item.seed_host = std::string(r.Bytes(r.Get<uint16_t>()));
+      if (magic == kChunkMagic) {
+        const uint8_t kind = r.Get<uint8_t>();
+        if (kind > static_cast<uint8_t>(ItemKind::kChildSitemap)) break;
+        item.kind = static_cast<ItemKind>(kind);
+        item.sitemap_of = std::string(r.Bytes(r.Get<uint8_t>()));
+      }
       if (!r.ok()) break;
       out->push_back(std::move(item));
     }

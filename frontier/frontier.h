@@ -152,11 +152,19 @@ struct Options {
   // Bytes of queued items kept in memory over all hosts (estimate: Item
   // plus URL heap bytes). Above it, tails are spilled early, oldest first.
   // Heads are never spilled (each holds at most head_items + chunk_items,
-  // plus PushFront()s), so keep this above hosts x head_items x ~120 bytes.
+  // plus PushFront()s), so keep this above hosts x head_items x ~160 bytes.
   size_t memory_budget_bytes = 64u << 20;
   // A segment file is closed for appends at this size (bytes) and deleted
   // when no live queue or checkpoint refers to it. Clamped to >= 4 KiB.
   uint64_t segment_bytes = 64u << 20;
+};
+
+// What a queued URL is fetched as.
+enum class ItemKind : uint8_t {
+  kPage = 0,
+  kSitemap = 1,       // a sitemap or sitemap index (named by robots.txt)
+  kChildSitemap = 2,  // a child of a sitemap index: its children are not
+                      // read (one level of index, as the protocol allows)
 };
 
 // One URL waiting in the frontier.
@@ -168,6 +176,9 @@ struct Item {
   // Transient failures of this URL so far (count); the caller gives up
   // after its own limit.
   uint8_t retries = 0;
+  // What the URL is fetched as: a page, or a sitemap (docs/SITEMAPS.md),
+  // whose entries are read as the sitemaps.org protocol admits them.
+  ItemKind kind = ItemKind::kPage;
   // AOPIC credit (credit units). Push() adds it to the host's credit; Pop()
   // returns here the after-tax share the fetched page passes to its
   // outlinks. With credit_scheduling off it only breaks ties between hosts
@@ -178,6 +189,11 @@ struct Item {
   // The host of the seed this URL descends from, for the filter's scope
   // rules (conf/rules.h); carried along links, redirects and the exchange.
   std::string seed_host;
+  // A sitemap's cross-submitting host: the host whose robots.txt named it
+  // (or named the index it is a child of); its URLs are admitted whatever
+  // the sitemap's own host and directory. Empty for pages and for
+  // sitemaps no robots.txt named (a configured /sitemap.xml).
+  std::string sitemap_of;
 };
 
 // How a fetch ended, as far as politeness is concerned.

@@ -317,6 +317,8 @@ std::string_view LinkKindName(LinkKind kind) {
       return "iframe";
     case LinkKind::kSvgAnchor:
       return "svg-anchor";
+    case LinkKind::kSitemap:
+      return "sitemap";
   }
   return "unknown";
 }

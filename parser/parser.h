@@ -118,6 +118,8 @@ enum class LinkKind {
   kFrame,      // <frame src>
   kIframe,     // <iframe src>
   kSvgAnchor,  // <a href> / <a xlink:href> in SVG (not in document.links)
+  kSitemap,    // a sitemap index's <sitemap><loc> (never from HTML: the
+               // daemon's sitemap reading, docs/SITEMAPS.md)
 };
 
 // Stable lower-case name of a kind ("anchor", "area", ...), for logs and

@@ -246,6 +246,11 @@ class Webfarm:
     def seeds(self) -> list[str]:
         return self._lines("seeds.txt")
 
+    def sitemap_listing(self, name: str) -> list[str]:
+        """sitemap_only.txt, sitemap_never.txt or sitemaps.txt (docs/
+        WEBFARM.md, "Sitemaps"), as sorted URLs."""
+        return self._lines(name)
+
     def link_farm_hosts(self) -> set[str]:
         """Names of the link-farm (spam) hosts, from link_farm.txt."""
         return set(self._lines("link_farm.txt"))

@@ -14,9 +14,15 @@ namespace crawld::cluster::wire {
 namespace {
 
 std::vector<UrlMessage> Sample() {
-  return {{"http://a.example/", 0, 1.0},
-          {"https://b.example/x?y=1", 7, 0.125},
-          {std::string(5000, 'u'), 65535, 0.0}};
+  std::vector<UrlMessage> v = {{"http://a.example/", 0, 1.0},
+                               {"https://b.example/x?y=1", 7, 0.125},
+                               {std::string(5000, 'u'), 65535, 0.0},
+                               {"https://c.example/sitemap.xml", 0, 0.5},
+                               {"https://c.example/s2.xml", 0, 0.0, "c"}};
+  v[3].sitemap_kind = 1;
+  v[3].sitemap_of = "a.example";
+  v[4].sitemap_kind = 2;  // a child, named by no robots.txt
+  return v;
 }
 
 TEST(Wire, BatchRoundTrips) {
@@ -34,6 +40,9 @@ TEST(Wire, BatchRoundTrips) {
     EXPECT_EQ(out[i].url, in[i].url);
     EXPECT_EQ(out[i].depth, in[i].depth);
     EXPECT_EQ(out[i].credit, in[i].credit);
+    EXPECT_EQ(out[i].seed_host, in[i].seed_host);
+    EXPECT_EQ(out[i].sitemap_kind, in[i].sitemap_kind);
+    EXPECT_EQ(out[i].sitemap_of, in[i].sitemap_of);
   }
 }
 

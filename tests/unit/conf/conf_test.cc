@@ -242,7 +242,7 @@ TEST(CrawldConf, ConfigMdDocumentsEveryKey) {
 
 TEST(CrawldConf, SchemaDescribesEveryKeyOnce) {
   std::vector<KeyInfo> schema = Schema();
-  EXPECT_EQ(schema.size(), 97u);
+  EXPECT_EQ(schema.size(), 102u);
   std::set<std::string> names;
   for (const KeyInfo& k : schema) {
     EXPECT_TRUE(
@@ -438,7 +438,7 @@ TEST(CrawldConf, EveryNumericKeyEnforcesItsRange) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 59);
+  EXPECT_EQ(checked, 62);
 }
 
 TEST(CrawldConf, FloatKeysRejectNanAndInfinity) {

@@ -915,6 +915,124 @@ TEST(WorkerPath, Issue13_ScopeComparesWithTheSeedHost) {
   EXPECT_EQ(w.web.Count("http://c.test/"), 0);
 }
 
+// --- Sitemaps (docs/SITEMAPS.md) ------------------------------------------
+
+Page Xml(std::string body) {
+  Page p;
+  p.headers = {{"Content-Type", "application/xml"}};
+  p.body = std::move(body);
+  return p;
+}
+
+std::string Urlset(const std::vector<std::string>& locs) {
+  std::string x =
+      "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">";
+  for (const std::string& l : locs) x += "<url><loc>" + l + "</loc></url>";
+  return x + "</urlset>";
+}
+
+std::string Index(const std::vector<std::string>& locs) {
+  std::string x =
+      "<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">";
+  for (const std::string& l : locs) {
+    x += "<sitemap><loc>" + l + "</loc></sitemap>";
+  }
+  return x + "</sitemapindex>";
+}
+
+// A sitemap robots.txt names is fetched after robots.txt, on the host's
+// politeness, and admits only what the protocol's scope allows: its host
+// (anywhere on it, since its own robots.txt named it), not another host.
+TEST(WorkerSitemaps, ARobotsTxtSitemapLeadsToPagesNoLinkReaches) {
+  World w(Cfg());
+  w.web.pages["http://a.test/robots.txt"] = Robots(
+      "User-agent: *\nDisallow: /private\n"
+      "Sitemap: http://a.test/maps/s.xml\n");
+  w.web.pages["http://a.test/"] = Html("front");
+  w.web.pages["http://a.test/maps/s.xml"] =
+      Xml(Urlset({"http://a.test/maps/only", "http://a.test/maps/private",
+                  "http://a.test/beside", "http://b.test/maps/x"}));
+  w.web.pages["http://a.test/maps/only"] = Html("only in the sitemap");
+  w.Seed("http://a.test/");
+  w.Run();
+  EXPECT_EQ(w.web.hits[0].url, "http://a.test/robots.txt");
+  EXPECT_EQ(w.web.Count("http://a.test/maps/s.xml"), 1);
+  EXPECT_EQ(w.web.Count("http://a.test/maps/only"), 1);
+  EXPECT_EQ(w.web.Count("http://a.test/maps/private"), 1);  // not /private
+  EXPECT_EQ(w.web.Count("http://a.test/beside"), 1);
+  EXPECT_EQ(w.web.Count("http://b.test/maps/x"), 0);
+  EXPECT_EQ(w.stats.count("sitemap_reads"), 1u);
+  EXPECT_EQ(w.stats.count("sitemap_urls_admitted"), 3u);
+  EXPECT_EQ(w.stats.count("sitemap_urls_other_origin"), 1u);
+  // One request at a time on the host, the gap kept, sitemap included.
+  EXPECT_EQ(w.web.max_in_flight, 1);
+  const std::vector<Hit> hits = w.web.HitsOf("http://a.test/");
+  for (size_t i = 1; i < hits.size(); ++i) {
+    EXPECT_GE(hits[i].start_us - hits[i - 1].end_us, 100 * kMs) << i;
+  }
+  EXPECT_TRUE(w.path->Idle());
+}
+
+// "Sitemaps & Cross Submits": a.test's robots.txt names a sitemap on
+// b.test, which may then list a.test's URLs; b.test's own URLs only under
+// the sitemap's directory (b.test's robots.txt does not name it). An index
+// passes that to its children; a child that is an index is not read.
+TEST(WorkerSitemaps, CrossSubmittedSitemapsAndOneLevelOfIndex) {
+  World w(Cfg());
+  w.web.pages["http://a.test/robots.txt"] =
+      Robots("Sitemap: http://b.test/maps/index.xml\n");
+  w.web.pages["http://a.test/"] = Html("front");
+  w.web.pages["http://b.test/maps/index.xml"] = Xml(
+      Index({"http://b.test/maps/child.xml", "http://b.test/maps/deep.xml"}));
+  w.web.pages["http://b.test/maps/child.xml"] =
+      Xml(Urlset({"http://a.test/cross", "http://b.test/maps/own",
+                  "http://b.test/elsewhere", "http://c.test/no"}));
+  w.web.pages["http://b.test/maps/deep.xml"] =
+      Xml(Index({"http://b.test/maps/never.xml"}));
+  w.Seed("http://a.test/");
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://b.test/maps/index.xml"), 1);
+  EXPECT_EQ(w.web.Count("http://b.test/maps/child.xml"), 1);
+  EXPECT_EQ(w.web.Count("http://a.test/cross"), 1);
+  EXPECT_EQ(w.web.Count("http://b.test/maps/own"), 1);
+  EXPECT_EQ(w.web.Count("http://c.test/no"), 0);
+  EXPECT_EQ(w.web.Count("http://b.test/elsewhere"), 0);
+  EXPECT_EQ(w.stats.count("sitemap_urls_outside_path"), 1u);
+  EXPECT_EQ(w.stats.count("sitemap_urls_other_origin"), 1u);
+  EXPECT_EQ(w.web.Count("http://b.test/maps/deep.xml"), 1);
+  EXPECT_EQ(w.web.Count("http://b.test/maps/never.xml"), 0);
+  EXPECT_EQ(w.stats.count("sitemap_nested_index"), 1u);
+  // b.test's robots.txt came before its sitemap.
+  const std::vector<Hit> b = w.web.HitsOf("http://b.test/");
+  ASSERT_FALSE(b.empty());
+  EXPECT_EQ(b[0].url, "http://b.test/robots.txt");
+}
+
+// A host naming more sitemaps than sitemaps.max_per_host gets that many
+// read; the rest are counted. Off, none is read.
+TEST(WorkerSitemaps, APerHostCapAndTheSwitch) {
+  for (const bool on : {true, false}) {
+    conf::Config c = Cfg();
+    c.sitemaps.max_per_host = 2;
+    c.sitemaps.from_robots = on;
+    World w(c);
+    std::string robots;
+    for (int i = 0; i < 5; ++i) {
+      const std::string u = "http://a.test/s" + std::to_string(i) + ".xml";
+      robots += "Sitemap: " + u + "\n";
+      w.web.pages[u] = Xml(Urlset({"http://a.test/p" + std::to_string(i)}));
+    }
+    w.web.pages["http://a.test/robots.txt"] = Robots(robots);
+    w.web.pages["http://a.test/"] = Html("front");
+    w.Seed("http://a.test/");
+    w.Run();
+    EXPECT_EQ(w.stats.count("sitemap_reads"), on ? 2u : 0u);
+    EXPECT_EQ(w.stats.count("sitemap_cap"), on ? 3u : 0u);
+    EXPECT_EQ(w.web.Count("http://a.test/p0"), on ? 1 : 0);
+    EXPECT_EQ(w.web.Count("http://a.test/p2"), 0);
+  }
+}
+
 TEST(WorkerPath, MaxPagesStopsStartingFetches) {
   conf::Config c = Cfg();
   c.crawl.max_pages = 3;

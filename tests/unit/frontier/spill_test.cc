@@ -32,6 +32,8 @@ class SpillTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   // Small buffers so that a few hundred items cross the disk many times.
+  // The budget is just above what 7 hosts' heads (never spilled) hold:
+  // about 39 items of sizeof(Item) (128 bytes) plus their URLs.
   Options SpillOptions() const {
     Options o;
     o.spill_dir = dir_.string();
@@ -40,7 +42,7 @@ class SpillTest : public ::testing::Test {
     o.head_items = 4;
     o.low_water_items = 2;
     o.chunk_items = 8;
-    o.memory_budget_bytes = 4096;
+    o.memory_budget_bytes = 6144;
     o.segment_bytes = 4096;
     return o;
   }
@@ -72,6 +74,11 @@ Item MakeItem(const std::string& host, int i) {
   item.depth = static_cast<uint16_t>(i % 300);
   item.redirects = static_cast<uint8_t>(i % 5);
   item.credit = 0.5 * (i % 9);
+  item.seed_host = i % 4 == 0 ? "" : "seed" + std::to_string(i % 3);
+  // Every few items a sitemap, named by another host's robots.txt or not.
+  if (i % 7 == 3) item.kind = ItemKind::kSitemap;
+  if (i % 7 == 5) item.kind = ItemKind::kChildSitemap;
+  if (i % 7 == 3) item.sitemap_of = "named-by-" + std::to_string(i % 11);
   return item;
 }
 
@@ -106,6 +113,9 @@ void ExpectSameItems(const std::vector<Item>& got,
     EXPECT_EQ(got[i].depth, want[i].depth);
     EXPECT_EQ(got[i].redirects, want[i].redirects);
     EXPECT_EQ(got[i].credit, want[i].credit);
+    EXPECT_EQ(got[i].seed_host, want[i].seed_host);
+    EXPECT_EQ(got[i].kind, want[i].kind);
+    EXPECT_EQ(got[i].sitemap_of, want[i].sitemap_of);
   }
 }
 
