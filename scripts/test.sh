@@ -14,22 +14,26 @@ ROOT=$(pwd)
 JOBS=${JOBS:-$(nproc)}
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 
+# Each stage says when it starts and how far into the run it is: the CI
+# budget is 30 minutes on 2 cores, and the log shows where they go.
+stage() { echo "== [$(date -u +%T), ${SECONDS}s] $*"; }
+
 bash scripts/setup.sh
 
-echo "== build: ASan+UBSan, -Werror (build/test)"
+stage "build: ASan+UBSan, -Werror (build/test)"
 # The benchmarks are built here too (the smoke run below): a separate
 # Release tree took 5 of CI's 30 minutes to compile everything again.
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCRAWLD_SANITIZE=ON -DCRAWLD_WERROR=ON -DCRAWLD_BENCHMARKS=ON >/dev/null
 cmake --build build/test -j "$JOBS"
 
-echo "== tests: unit, integration, fuzz drivers"
+stage "tests: unit, integration, fuzz drivers"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 (cd build/test && ctest --output-on-failure -j "$JOBS" --timeout 900)
 
 if [ "${SKIP_FUZZ:-0}" != 1 ]; then
-  echo "== fuzz: libFuzzer, ${FUZZ_SECONDS}s per target (build/fuzz)"
+  stage "fuzz: libFuzzer, ${FUZZ_SECONDS}s per target (build/fuzz)"
   CC=clang-16 CXX=clang++-16 cmake -S . -B build/fuzz -G Ninja \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCRAWLD_FUZZ=ON -DCRAWLD_TESTS=OFF \
     -DCRAWLD_WERROR=ON >/dev/null
@@ -88,7 +92,7 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
 fi
 
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
-  echo "== benchmarks: smoke run (build/test, ASan)"
+  stage "benchmarks: smoke run (build/test, ASan)"
   for b in build/test/bench/*_bench; do
     [ -x "$b" ] || continue
     echo "-- $(basename "$b")"
@@ -102,4 +106,4 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   done
 fi
 
-echo "== all tests passed"
+stage "all tests passed"
