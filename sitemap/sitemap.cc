@@ -223,6 +223,7 @@ struct Reader::Impl {
     kSniff,    // blanks (and a BOM) so far: XML or text is still open
     kXml,      // expat reads
     kText,     // lines are read
+    kEpilog,   // the root element closed: the rest is counted, not parsed
     kStopped,  // an error, the cap, the end of the gzip data, or Finish
   };
 
@@ -460,7 +461,8 @@ struct Reader::Impl {
           XML_Parse(xml, slice.data(), static_cast<int>(slice.size()),
                     final && data.empty() ? XML_TRUE : XML_FALSE);
       in_handler = false;
-      if (stage == Stage::kStopped) return;  // a handler failed
+      // A handler failed, or the root closed.
+      if (stage == Stage::kStopped || stage == Stage::kEpilog) return;
       if (st == XML_STATUS_ERROR) {
         FailXml(XML_ErrorString(XML_GetErrorCode(xml)),
                 Status::Code::kCorruption);
@@ -612,6 +614,14 @@ struct Reader::Impl {
     }
     if (report.format == Format::kRss && depth == 2) channel_open = false;
     --depth;
+    if (depth == 0 && stage == Stage::kXml) {
+      // Every entry is inside the root, so the reading ends here. What
+      // follows it is not parsed: expat's verdict on junk after the root
+      // (its message and column) depends on where the network split the
+      // bytes, and a report must not. The bytes are still counted.
+      stage = Stage::kEpilog;
+      XML_StopParser(xml, XML_FALSE);
+    }
   }
 
   void EndField() {
