@@ -287,10 +287,17 @@ TEST_F(MembershipTest, AnEarlierRunsDoneKeyIsNotTheEnd) {
         return server_->Query({"EXISTS", "crawld:t:done"}) == "0";
       },
       5000));
-  // This run's end is seen by all.
+  // This run's end is seen by all. The observer's reply may be handled
+  // before the reply to a's own beat that set the key (two connections,
+  // one loop), so the wait is for both views.
   a->m->SetDone("done");
   ASSERT_TRUE(loop_.RunUntil(
-      [&] { return !obs->views.empty() && obs->last().done == "done"; }, 5000));
+      [&] {
+        return !obs->views.empty() && obs->last().done == "done" &&
+               !a->views.empty() && a->last().done == "done";
+      },
+      5000));
+  EXPECT_EQ(obs->last().done, "done");
   EXPECT_EQ(a->last().done, "done");
 }
 
