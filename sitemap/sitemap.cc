@@ -323,6 +323,10 @@ struct Reader::Impl {
   }
 
   void Inflate(std::string_view data) {
+    // Once trailing garbage began, the rest is garbage too, whatever bytes
+    // a later read starts with (sitemap_fuzz: a later piece starting with
+    // the gzip magic was read as a member the whole buffer never reads).
+    if (gzip_trailing) return;
     while (!data.empty() && stage != Stage::kStopped) {
       if (member_ended) {
         // RFC 1952 2.2: a gzip file is a series of members. Anything else

@@ -532,6 +532,27 @@ TEST(Sitemaps, Gzip_ConcatenatedMembersAreOneFile) {
   EXPECT_EQ(c.entries.size(), 2u);
 }
 
+// Found by sitemap_fuzz: after trailing garbage, a later read that starts
+// with the gzip magic is garbage too, as it is when the buffer is whole.
+TEST(Sitemaps, Gzip_GarbageAfterAMemberStaysGarbageAtAnySplit) {
+  const std::string xml = Urlset(UrlEntry("http://www.example.com/a"));
+  const std::string input = Gzip(xml) + std::string(9, '\0') +
+                            Gzip(Urlset(UrlEntry("http://www.example.com/b")));
+  const Contents whole = ReadRoot(input);
+  EXPECT_TRUE(whole.report.error.ok()) << whole.report.error.ToString();
+  EXPECT_EQ(Urls(whole), std::vector<std::string>{"http://www.example.com/a"});
+  for (size_t cut = 1; cut < input.size(); ++cut) {
+    Reader r(U("http://www.example.com/sitemap.xml"), {});
+    r.Feed(std::string_view(input).substr(0, cut));
+    r.Feed(std::string_view(input).substr(cut));
+    const Report& rep = r.Finish();
+    std::vector<Entry> got;
+    r.TakeEntries(&got);
+    EXPECT_EQ(got.size(), 1u) << cut;
+    EXPECT_TRUE(rep.error.ok()) << cut << ": " << rep.error.ToString();
+  }
+}
+
 // ---------------------------------------------------------------------
 // Malformed XML: what was read is kept, the error has line:column.
 
