@@ -589,6 +589,15 @@ constexpr Key kKeys[] = {
            "Milliseconds a claim may wait for Redis (connect or reply); on "
            "timeout or error the body is stored in full (counted: "
            "dedupe_unavailable) and Redis is left alone for a second."),
+    ListKey(CRAWLD_CONF_FIELD(dedupe, earlier), CheckPath,
+            "up to 64 paths, each at most 4096 bytes", 64,
+            "Earlier crawls to dedupe against: crawld data directories "
+            "(their index/*.cdxj and warc/) or CDXJ files (their WARCs "
+            "beside them). A payload archived there is written as a "
+            "revisit of that capture (counted: dedupe_earlier), so a "
+            "recrawl stores only what changed. Loaded at start, 32 bytes a "
+            "capture in each worker; a source that is missing stops the "
+            "start."),
 
     // [traps]
     IntKey(CRAWLD_CONF_FIELD(traps, host_budget), 0, 1'000'000'000'000,

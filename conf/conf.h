@@ -203,6 +203,9 @@ struct DedupeConfig {
   uint64_t max_documents = 2'000'000;  // digests remembered (count)
   uint64_t text_bytes = 256ull << 20;  // node table: record ids and URIs
   int redis_timeout_ms = 250;          // one claim with Redis (ms)
+  // Earlier crawls (data directories or CDXJ files): a payload archived
+  // there is written as a revisit of that capture.
+  std::vector<std::string> earlier;
 
   bool operator==(const DedupeConfig&) const = default;
 };

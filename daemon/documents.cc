@@ -42,7 +42,7 @@ void Documents::Prepare(PageTask* task) {
 void Documents::Check(PageTask* task) const {
   DocumentVerdict& v = task->document;
   const fetcher::Response& r = *task->response;
-  if (claims_ != nullptr && !r.truncated &&
+  if ((claims_ != nullptr || earlier_ != nullptr) && !r.truncated &&
       r.body.size() <= options_.max_body_bytes) {
     // The payload as the writer stores it: the body as received (read in
     // place unless it was spilled to disk).
@@ -50,9 +50,12 @@ void Documents::Check(PageTask* task) const {
     Result<std::string> bytes =
         in_memory.has_value() ? Result<std::string>(std::string())
                               : r.body.ReadPrefix(options_.max_body_bytes);
-    if (bytes.ok()) {
-      const std::string_view body =
-          in_memory.has_value() ? *in_memory : std::string_view(*bytes);
+    const std::string_view body = in_memory.has_value() ? *in_memory
+                                  : bytes.ok() ? std::string_view(*bytes)
+                                               : std::string_view();
+    if (bytes.ok() && earlier_ != nullptr && CheckEarlier(body, &v)) {
+      // A revisit of the earlier crawl's capture; nothing to claim.
+    } else if (bytes.ok() && claims_ != nullptr) {
       v.digest = dedupe::DocumentDigest128(body);
       dedupe::DocumentClaim proposal;
       proposal.record_id = v.record_id;
@@ -83,7 +86,9 @@ void Documents::Check(PageTask* task) const {
           v.original = std::move(c.claim);
           // Equal bytes have equal SHA-1s: the revisit carries the
           // original's payload digest without reading its record.
-          v.payload_digest = store::Sha1Digest(body);
+          if (v.payload_digest.empty()) {
+            v.payload_digest = store::Sha1Digest(body);
+          }
           break;
         case dedupe::ClaimOutcome::kFull:
         case dedupe::ClaimOutcome::kUnavailable:
@@ -94,9 +99,41 @@ void Documents::Check(PageTask* task) const {
     }
   }
   if (near_ != nullptr && task->simhash.has_value() &&
-      v.kind != DocumentVerdict::Kind::kDuplicate) {
+      v.kind != DocumentVerdict::Kind::kDuplicate &&
+      v.kind != DocumentVerdict::Kind::kEarlier) {
     CheckNear(*task->simhash, task->url, &v);
   }
+}
+
+Result<store::RevisitOf> Documents::EarlierOf(
+    const fetcher::Response& r) const {
+  if (earlier_ == nullptr || r.truncated ||
+      r.body.size() > options_.max_body_bytes) {
+    return Status::NotFound("not checked");
+  }
+  std::optional<std::string_view> in_memory = r.body.MemoryView();
+  Result<std::string> bytes = in_memory.has_value()
+                                  ? Result<std::string>(std::string())
+                                  : r.body.ReadPrefix(options_.max_body_bytes);
+  if (!bytes.ok()) return bytes.status();
+  return earlier_->Find(store::Sha1Digest(
+      in_memory.has_value() ? *in_memory : std::string_view(*bytes)));
+}
+
+bool Documents::CheckEarlier(std::string_view body, DocumentVerdict* v) const {
+  // The SHA-1 the earlier crawl's index holds (WARC-Payload-Digest); the
+  // same one a revisit of this crawl carries.
+  v->payload_digest = store::Sha1Digest(body);
+  Result<store::RevisitOf> of = earlier_->Find(v->payload_digest);
+  if (of.ok()) {
+    v->kind = DocumentVerdict::Kind::kEarlier;
+    v->earlier = std::move(of).value();
+    return true;
+  }
+  if (of.status().code() != Status::Code::kNotFound) {
+    v->earlier_error = of.status().ToString();
+  }
+  return false;
 }
 
 void Documents::CheckNear(uint64_t simhash, const std::string& url,
@@ -142,9 +179,21 @@ void Documents::Recorded(const DocumentVerdict& v,
                 {{"near_duplicate_of", v.near_duplicate_of}});
   }
   if (!v.near_duplicate_of.empty()) stats_->Count("near_duplicates");
+  if (!v.earlier_error.empty()) {
+    // Stored in full: a revisit must never point at the wrong record.
+    stats_->Count("dedupe_earlier_stale");
+    if (earlier_stale_++ % 1000 == 0) {
+      log_->Write(Level::kWarn, "dedupe_earlier_stale",
+                  {{"error", v.earlier_error},
+                   {"pages", std::to_string(earlier_stale_)}});
+    }
+  }
   switch (v.kind) {
     case Kind::kUnchecked:
     case Kind::kDuplicate:
+      break;
+    case Kind::kEarlier:
+      stats_->Count("dedupe_earlier");
       break;
     case Kind::kNew:
       stats_->Count("dedupe_claimed");

@@ -6,7 +6,9 @@
 // machine's shared table, or Redis across nodes) before its record is
 // written. The first claim names the record that stores the body in full;
 // every later fetch of the same bytes, by any worker of any node, becomes
-// a revisit record referring to it. The claim and everything else that
+// a revisit record referring to it. A body archived by an earlier crawl
+// (dedupe.earlier) is a revisit of that capture instead, and claims
+// nothing. The claim and everything else that
 // can block run off the loop, in the page task (Check); the loop only
 // prepares the task (Prepare) and, after the write, hands the settle
 // (stored, or released when the record was refused) to the thread pool in
@@ -52,6 +54,7 @@ struct DocumentVerdict {
     kOwn,        // this URI's earlier claim: stored in full under record_id
     kDuplicate,  // a revisit of `original`
     kUnclaimed,  // the store was full or failed: stored in full
+    kEarlier,    // a revisit of `earlier`, a capture of an earlier crawl
   };
   Kind kind = Kind::kUnchecked;
   std::optional<dedupe::Digest128> digest;
@@ -61,6 +64,11 @@ struct DocumentVerdict {
   // ("sha1:<BASE32>"; the same bytes, so the original's too).
   dedupe::DocumentClaim original;
   std::string payload_digest;
+  // kEarlier: the capture of an earlier crawl with this payload.
+  std::optional<store::RevisitOf> earlier;
+  // An earlier crawl has the payload but its line no longer describes its
+  // record (a stale index): stored as if it had not; why, for the log.
+  std::string earlier_error;
   // kUnclaimed: the store's answer, and why (for the log).
   dedupe::ClaimOutcome outcome = dedupe::ClaimOutcome::kUnavailable;
   std::string error;
@@ -97,6 +105,19 @@ class Documents {
   ~Documents();
   Documents(const Documents&) = delete;
   Documents& operator=(const Documents&) = delete;
+
+  // The captures of earlier crawls (dedupe.earlier): a payload found there
+  // is a revisit of it, checked before the claim store (so nothing is
+  // claimed for it). Not owned; must outlive this. On the loop, before the
+  // first Prepare.
+  void SetEarlier(const store::EarlierCaptures* earlier) { earlier_ = earlier; }
+
+  [[nodiscard]] bool earlier_enabled() const { return earlier_ != nullptr; }
+  // Off the loop, for a response no page task checks (robots.txt): the
+  // earlier crawl's capture of its body, if any (NotFound when none or
+  // when the body is cut or too big; other errors as EarlierCaptures::Find).
+  [[nodiscard]] Result<store::RevisitOf> EarlierOf(
+      const fetcher::Response& response) const;
 
   // On the loop, before `task` goes to the pool: it will call Check, with
   // a record id ready for a body it claims.
@@ -158,8 +179,13 @@ class Documents {
                  DocumentVerdict* v) const;
   uint32_t FileNumber(const std::string& file);  // REQUIRES: near_mu_ held
 
+  // Off the loop: true when an earlier crawl holds `body` (v->kind is then
+  // kEarlier); fills v->payload_digest either way.
+  bool CheckEarlier(std::string_view body, DocumentVerdict* v) const;
+
   Options options_;
   dedupe::DocumentClaims* claims_;
+  const store::EarlierCaptures* earlier_ = nullptr;
   store::WarcWriter* warc_;
   WorkPool* pool_;
   CrawlStats* stats_;
@@ -183,7 +209,8 @@ class Documents {
   std::multiset<std::pair<std::string, uint64_t>> unsettled_;
   std::vector<Settle> queued_;
   bool settling_ = false;
-  uint64_t unavailable_ = 0;  // pages the store failed, for the log's pace
+  uint64_t unavailable_ = 0;    // pages the store failed, for the log's pace
+  uint64_t earlier_stale_ = 0;  // pages a stale earlier index failed
 
   // Near-duplicates, shared by the tasks and the settle batches (pool
   // threads; the loop never takes near_mu_).

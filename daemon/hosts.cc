@@ -141,7 +141,14 @@ HostTable::Gate HostTable::CheckPage(std::string_view host_key,
   if (need) {
     host.robots = RobotsState::kFetching;
     host.robots_hops = 0;
-    host.robots_hop_url = std::string(host_key) + "/robots.txt";
+    // The key names the port always; the URL as WHATWG serializes it
+    // (http://h/robots.txt, not http://h:80/robots.txt) is the one the
+    // WARC and its index record, and that archives look up.
+    std::string url = std::string(host_key) + "/robots.txt";
+    if (Result<url::Url> u = url::Parse(url); u.ok()) {
+      url = std::string(u->href());
+    }
+    host.robots_hop_url = std::move(url);
     ApplyPoliteness(host_key, host);
     gate.kind = Gate::kFetchRobots;
     gate.robots_url = host.robots_hop_url;

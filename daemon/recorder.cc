@@ -37,6 +37,10 @@ struct Recorder::Write {
   bool parsed = false;
   const DocumentVerdict* doc = nullptr;  // the task's, or null
   bool revisit = false;
+  // No task (robots.txt): look the body up in the earlier crawls off the
+  // loop, and write a revisit of the capture found there.
+  const Documents* earlier = nullptr;
+  bool earlier_hit = false;
   int64_t wall_us = 0;
   bool write_metadata = false;
   bool write_conversion = false;
@@ -136,7 +140,12 @@ void Recorder::Decide(Write& w) {
   // the relative links of a copy at another URL point elsewhere).
   w.doc = w.task != nullptr ? &w.task->document : nullptr;
   w.revisit =
-      w.doc != nullptr && w.doc->kind == DocumentVerdict::Kind::kDuplicate;
+      w.doc != nullptr && (w.doc->kind == DocumentVerdict::Kind::kDuplicate ||
+                           w.doc->kind == DocumentVerdict::Kind::kEarlier);
+  if (w.task == nullptr && documents_->earlier_enabled() &&
+      r.status_code >= 200 && r.status_code < 300) {
+    w.earlier = documents_;
+  }
   if (!w.revisit) {
     if (w.doc != nullptr) {
       w.meta.near_duplicate_of = w.doc->near_duplicate_of;
@@ -177,7 +186,30 @@ void Recorder::Decide(Write& w) {
 // On a pool thread: touches only `w` and the writer.
 void Recorder::Execute(Write& w, store::WarcWriter* warc) {
   std::string response_id;
-  if (w.revisit) {
+  if (w.earlier != nullptr) {
+    Result<store::RevisitOf> of = w.earlier->EarlierOf(*w.response);
+    if (of.ok()) {
+      auto written = warc->WriteRevisit(w.rec, *of);
+      if (!written.ok()) {
+        w.status = written.status();
+        return;
+      }
+      w.revisit = true;
+      w.earlier_hit = true;
+      w.response_written = true;
+      return;  // no task: no metadata or conversion record
+    }
+  }
+  if (w.revisit && w.doc->earlier.has_value()) {
+    // Of an earlier crawl's capture (dedupe.earlier).
+    auto written = warc->WriteRevisit(w.rec, *w.doc->earlier);
+    if (!written.ok()) {
+      w.status = written.status();
+      return;
+    }
+    response_id = written->revisit.record_id;
+    w.response_written = true;
+  } else if (w.revisit) {
     const dedupe::DocumentClaim& o = w.doc->original;
     auto written = warc->WriteRevisit(w.rec, o.record_id, o.target_uri,
                                       o.time_us, w.doc->payload_digest);
@@ -222,6 +254,7 @@ void Recorder::Complete(Write& w) {
         *w.doc, w.revisit || !w.exchange.has_value() ? nullptr : &*w.exchange);
   }
   if (w.revisit && w.response_written) stats_->Count("revisits");
+  if (w.earlier_hit && w.response_written) stats_->Count("dedupe_earlier");
 }
 
 }  // namespace crawld::daemon

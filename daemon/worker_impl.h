@@ -152,7 +152,8 @@ class Worker::Impl final : public WorkerControl {
   std::unique_ptr<UvWaker> waker_;
   std::unique_ptr<store::WarcWriter> warc_;
   std::unique_ptr<HostTable> hosts_;
-  std::unique_ptr<dedupe::DocumentClaims> claims_;  // null: dedupe off
+  std::unique_ptr<dedupe::DocumentClaims> claims_;   // null: dedupe off
+  std::unique_ptr<store::EarlierCaptures> earlier_;  // dedupe.earlier
   std::unique_ptr<Documents> documents_;
   std::unique_ptr<Peers> peers_;
   std::unique_ptr<CrawlPath> path_;

@@ -269,6 +269,25 @@ void Worker::Impl::BuildPath() {
 }
 
 Status Worker::Impl::OpenStore() {
+  // First: a missing earlier crawl stops the start before anything is
+  // written.
+  if (!config_.dedupe.earlier.empty()) {
+    auto earlier = store::EarlierCaptures::Load(config_.dedupe.earlier);
+    if (!earlier.ok()) return earlier.status();
+    earlier_ = std::move(earlier).value();
+    const store::EarlierCaptures::Stats& es = earlier_->stats();
+    log_.Write(Level::kInfo, "dedupe_earlier_loaded",
+               {{"files", std::to_string(es.files)},
+                {"captures", std::to_string(es.captures)},
+                {"revisit_lines", std::to_string(es.revisits)},
+                {"malformed_lines", std::to_string(es.malformed)},
+                {"memory_bytes", std::to_string(earlier_->memory_bytes())}});
+    if (es.malformed > 0) {
+      log_.Write(Level::kWarn, "dedupe_earlier_malformed",
+                 {{"lines", std::to_string(es.malformed)},
+                  {"first", es.first_malformed}});
+    }
+  }
   auto warc =
       store::WarcWriter::Open(StoreOptions(config_, options_.worker_id));
   if (!warc.ok()) return warc.status();
@@ -292,6 +311,7 @@ Status Worker::Impl::OpenStore() {
   documents_ =
       std::make_unique<Documents>(DocumentOptions(config_), claims_.get(),
                                   warc_.get(), pool_.get(), &stats_, &log_);
+  if (earlier_ != nullptr) documents_->SetEarlier(earlier_.get());
   return Status::Ok();
 }
 

@@ -620,6 +620,70 @@ struct CdxjEntry {
                                                  const std::string& warc_dir);
 
 // ---------------------------------------------------------------------------
+// Earlier crawls
+// ---------------------------------------------------------------------------
+//
+// The captures of earlier crawls by payload digest, so that a crawl stores
+// only what changed since (issue 17, "dedupe against earlier crawls";
+// docs/STORE.md, "Revisits of an earlier crawl"). Loaded once from the
+// CDXJ indexes; a hit is turned into a RevisitOf by OriginalFromCdxj, with
+// the earlier WARC when it is at hand.
+//
+// Memory: 32 bytes a capture (the SHA-1, the file and the line's offset),
+// in one sorted array; the line itself is read back from its CDXJ file on
+// a hit. Find is const and opens its own file handles: safe from several
+// threads at once.
+class EarlierCaptures {
+ public:
+  struct Stats {
+    uint64_t files = 0;           // CDXJ files read
+    uint64_t lines = 0;           // complete lines in them
+    uint64_t captures = 0;        // distinct payload digests kept
+    uint64_t revisits = 0;        // revisit lines (no payload: skipped)
+    uint64_t no_digest = 0;       // lines without a payload digest (skipped)
+    uint64_t malformed = 0;       // lines that are not CDXJ (skipped)
+    std::string first_malformed;  // "<file>:<line>: <why>" of the first
+  };
+
+  // Reads every source, in order: a crawld data directory (its
+  // index/*.cdxj; the WARCs in its warc/) or one CDXJ file (the WARCs
+  // beside it). The first capture of a digest wins. NotFound for a source
+  // that is neither, naming it; IOError when a file cannot be read.
+  // Malformed lines are skipped and counted, not fatal: one torn line of
+  // a killed crawl must not refuse the next.
+  [[nodiscard]] static Result<std::unique_ptr<EarlierCaptures>> Load(
+      const std::vector<std::string>& sources);
+
+  // The earlier capture of a payload whose digest is `payload_digest`
+  // ("sha1:" + base32, as Sha1Digest gives it). NotFound when no earlier
+  // crawl holds it; Corruption when its line no longer describes its record
+  // (a stale index: no revisit may point at the wrong record); IOError
+  // when the line cannot be read back.
+  [[nodiscard]] Result<RevisitOf> Find(std::string_view payload_digest) const;
+
+  const Stats& stats() const { return stats_; }
+  size_t size() const { return slots_.size(); }
+  size_t memory_bytes() const { return slots_.capacity() * sizeof(Slot); }
+
+ private:
+  struct Slot {
+    uint8_t sha1[20];
+    uint32_t file;    // index into files_
+    uint64_t offset;  // of the line in that file
+  };
+  struct File {
+    std::string cdxj;      // path of the CDXJ file
+    std::string warc_dir;  // where its WARCs are
+  };
+  EarlierCaptures() = default;
+  Status LoadFile(const std::string& cdxj, const std::string& warc_dir);
+
+  std::vector<File> files_;
+  std::vector<Slot> slots_;  // sorted by sha1
+  Stats stats_;
+};
+
+// ---------------------------------------------------------------------------
 // Document feed
 // ---------------------------------------------------------------------------
 //

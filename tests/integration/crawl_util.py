@@ -4,8 +4,10 @@ Everything here judges the crawler from the outside: the webfarm's request
 log, the WARC files (parsed here independently of crawld's own reader), and
 crawld's exit code and summary.
 """
+import base64
 import glob
 import gzip
+import hashlib
 import json
 import os
 import subprocess
@@ -146,6 +148,19 @@ def read_warc(path):
         records.append({"headers": headers, "block": block})
         pos = end + 8 + length
     return records
+
+
+def payload_digest(block):
+    """sha1:<BASE32> of the HTTP body in a response block, as WARC writes
+    it; computed here, so that it does not rest on crawld's header."""
+    head_end = block.index(b"\r\n\r\n") + 4
+    return "sha1:" + base64.b32encode(
+        hashlib.sha1(block[head_end:]).digest()).decode()
+
+
+def status_of(block):
+    """The HTTP status code of a response block."""
+    return int(block.split(b" ", 2)[1])
 
 
 def crawlctl(*args, input_text=None, timeout=120):

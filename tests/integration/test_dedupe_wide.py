@@ -7,10 +7,8 @@ is computed from the record's block, so "stored in full" means a response
 record whose bytes are the body, whatever crawld counted. The web: host 0
 and seven byte-identical mirrors of it (relative links only, no cross-host
 links), spread by the ring over the workers and nodes."""
-import base64
 import collections
 import glob
-import hashlib
 import os
 import random
 import signal
@@ -48,18 +46,6 @@ def worker_of(path):
     return int(os.path.basename(path).split("-")[2])
 
 
-def payload_digest(block):
-    """sha1:<BASE32> of the HTTP body in a response block, as WARC writes
-    it; computed here, so that it does not rest on crawld's header."""
-    head_end = block.index(b"\r\n\r\n") + 4
-    return "sha1:" + base64.b32encode(
-        hashlib.sha1(block[head_end:]).digest()).decode()
-
-
-def status_of(block):
-    return int(block.split(b" ", 2)[1])
-
-
 def page_records(data_dirs):
     """Every page record (response or revisit, robots.txt excluded) of the
     data directories: dicts with type, uri, id, worker, path, headers and,
@@ -78,9 +64,10 @@ def page_records(data_dirs):
                     continue
                 rec = {"type": kind, "uri": uri, "id": h["warc-record-id"],
                        "worker": worker_of(path), "path": path,
-                       "headers": h, "status": status_of(r["block"])}
+                       "headers": h,
+                       "status": crawl_util.status_of(r["block"])}
                 if kind == "response":
-                    rec["digest"] = payload_digest(r["block"])
+                    rec["digest"] = crawl_util.payload_digest(r["block"])
                 out.append(rec)
     return out
 

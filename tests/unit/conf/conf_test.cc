@@ -68,6 +68,7 @@ void ExpectSameValues(const Config& a, const Config& b) {
   EXPECT_EQ(a.politeness.respect_robots, b.politeness.respect_robots);
   EXPECT_EQ(a.politeness.robots_ttl_s, b.politeness.robots_ttl_s);
   EXPECT_EQ(a.dns.servers, b.dns.servers);
+  EXPECT_EQ(a.dedupe.earlier, b.dedupe.earlier);
   EXPECT_EQ(a.dns.min_ttl_s, b.dns.min_ttl_s);
   EXPECT_EQ(a.dns.max_ttl_s, b.dns.max_ttl_s);
   EXPECT_EQ(a.dns.negative_ttl_s, b.dns.negative_ttl_s);
@@ -111,6 +112,7 @@ Config NonDefault() {
   c.politeness.respect_robots = false;
   c.politeness.robots_ttl_s = 60;
   c.dns.servers = {"127.0.0.1:5353", "[::1]:53", "[2001:db8::1]:65535"};
+  c.dedupe.earlier = {"/srv/crawls/2026-10", "old/one.cdxj"};
   c.dns.min_ttl_s = 0;
   c.dns.max_ttl_s = 604800;
   c.dns.negative_ttl_s = 1;
@@ -242,7 +244,7 @@ TEST(CrawldConf, ConfigMdDocumentsEveryKey) {
 
 TEST(CrawldConf, SchemaDescribesEveryKeyOnce) {
   std::vector<KeyInfo> schema = Schema();
-  EXPECT_EQ(schema.size(), 102u);
+  EXPECT_EQ(schema.size(), 103u);
   std::set<std::string> names;
   for (const KeyInfo& k : schema) {
     EXPECT_TRUE(

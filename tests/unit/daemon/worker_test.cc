@@ -408,6 +408,14 @@ class World {
     return out;
   }
 
+  // Dedupes against the earlier crawls in `sources` (dedupe.earlier).
+  void SetEarlier(const std::vector<std::string>& sources) {
+    earlier_ = store::EarlierCaptures::Load(sources).value();
+    documents_->SetEarlier(earlier_.get());
+  }
+  // Flushes the WARC (and so its CDXJ lines) for a later crawl to read.
+  void Flush() { (void)warc_->Flush(); }
+
   void KeepDir() { remove_dir_ = false; }
   // Every off-loop task (parse, robots.txt parse, record write) takes this
   // long from now on.
@@ -452,6 +460,7 @@ class World {
   std::unique_ptr<conf::Overrides> overrides_;
   std::unique_ptr<HostTable> hosts_;
   std::unique_ptr<dedupe::ClaimTable> claims_;
+  std::unique_ptr<store::EarlierCaptures> earlier_;
   std::unique_ptr<Documents> documents_;
   std::unique_ptr<store::WarcWriter> warc_;
   std::unique_ptr<checkpoint::Store> state_;
@@ -819,6 +828,70 @@ TEST(WorkerPath, Issue19_DuplicateBodiesAreRevisitsAndTheirLinksFollowed) {
                 w.RecordsOf("revisit", "http://a.test/dir2/"),
             1);
   EXPECT_EQ(w.stats.count("revisits"), 1u);
+}
+
+// Issue 17 Build 4: a crawl started with an earlier crawl's data
+// directory stores only what changed: an unchanged page is an
+// identical-payload-digest revisit of the earlier capture (its record id
+// and date read from the earlier WARC), robots.txt included; a changed
+// one a response; and two pages of this crawl with an archived body are
+// both revisits of it.
+TEST(WorkerPath, Issue17_AnUnchangedPageOfAnEarlierCrawlIsARevisitOfIt) {
+  World first(Cfg());
+  first.web.pages["http://a.test/"] =
+      Html("<a href=/same>s</a><a href=/changes>c</a>");
+  first.web.pages["http://a.test/same"] = Html("never changes");
+  first.web.pages["http://a.test/changes"] = Html("monday");
+  first.web.pages["http://a.test/robots.txt"] =
+      Robots("User-agent: *\nDisallow: /private\n");
+  first.Seed("http://a.test/");
+  first.Run();
+  first.Flush();
+  std::string first_response;
+  for (const auto& [type, id] : first.RecordIdsOf("http://a.test/same")) {
+    if (type == "response") first_response = id;
+  }
+  ASSERT_FALSE(first_response.empty());
+
+  World second(Cfg());
+  second.SetEarlier({first.dir()});
+  second.web.pages = first.web.pages;
+  second.web.pages["http://a.test/changes"] = Html("tuesday");
+  second.web.pages["http://a.test/"] =
+      Html("<a href=/same>s</a><a href=/changes>c</a><a href=/copy>copy</a>");
+  second.web.pages["http://a.test/copy"] = Html("never changes");
+  second.Seed("http://a.test/");
+  second.Run();
+  EXPECT_EQ(second.RecordsOf("revisit", "http://a.test/same"), 1);
+  EXPECT_EQ(second.RecordsOf("response", "http://a.test/same"), 0);
+  EXPECT_EQ(second.RecordsOf("revisit", "http://a.test/copy"), 1);
+  EXPECT_EQ(second.RecordsOf("response", "http://a.test/changes"), 1);
+  EXPECT_EQ(second.RecordsOf("response", "http://a.test/"), 1);  // new links
+  // robots.txt too, though no page task checks it.
+  EXPECT_EQ(second.RecordsOf("revisit", "http://a.test/robots.txt"), 1);
+  EXPECT_EQ(second.RecordsOf("response", "http://a.test/robots.txt"), 0);
+  EXPECT_EQ(second.stats.count("dedupe_earlier"), 3u);
+  EXPECT_EQ(second.stats.count("revisits"), 3u);
+  // The revisit names the earlier capture.
+  std::string refers_to, profile;
+  for (const auto& file :
+       std::filesystem::directory_iterator(second.dir() + "/warc")) {
+    auto reader = store::WarcReader::Open(file.path().string());
+    ASSERT_TRUE(reader.ok());
+    store::Record rec;
+    while (true) {
+      auto more = (*reader)->Next(&rec);
+      if (!more.ok() || !*more) break;
+      if (rec.type() == "revisit" &&
+          rec.Header("WARC-Target-URI") == "http://a.test/same") {
+        refers_to = rec.Header("WARC-Refers-To");
+        profile = rec.Header("WARC-Profile");
+      }
+    }
+  }
+  EXPECT_EQ(refers_to, first_response);
+  EXPECT_EQ(profile,
+            "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest");
 }
 
 // Issue 19: record writes run off the loop. They still run one at a time

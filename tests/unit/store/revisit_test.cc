@@ -5,6 +5,9 @@
 // 6.7.3 server not modified).
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 #include <vector>
@@ -345,6 +348,103 @@ TEST(Cdxj, Issue17_OriginalFromCdxjRefusesRevisitsAndStaleLines) {
   other.url = "http://example.test/other";
   EXPECT_EQ(OriginalFromCdxj(other, first.options.dir).status().code(),
             Status::Code::kCorruption);
+}
+
+// Issue 17 Build 4: the earlier crawls a crawl is started with, loaded
+// by payload digest from their CDXJ indexes.
+TEST(EarlierCaptures, Issue17_FindsAPayloadOfAnEarlierCrawlByItsDigest) {
+  TempDir dir;
+  Original first = FirstCrawl(dir.path() + "/crawl1");
+  auto e = EarlierCaptures::Load({dir.path() + "/crawl1"});
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ((*e)->size(), 1u);
+  EXPECT_EQ((*e)->stats().files, 1u);
+  EXPECT_EQ((*e)->stats().captures, 1u);
+  auto of = (*e)->Find(Sha1Digest("hello"));
+  ASSERT_TRUE(of.ok()) << of.status().ToString();
+  EXPECT_EQ(of->record_id, first.ex.response.record_id);
+  EXPECT_EQ(of->target_uri, "http://example.test/page");
+  EXPECT_EQ(of->date, "2024-01-02T03:04:05.123456Z");
+  EXPECT_EQ(of->payload_digest, first.ex.payload_digest);
+  // Lower case and hex are the same digest; another payload is not there.
+  std::string lower = Sha1Digest("hello");
+  for (char& c : lower) c = static_cast<char>(std::tolower(c));
+  EXPECT_TRUE((*e)->Find(lower).ok());
+  EXPECT_TRUE((*e)->Find("sha1:aaf4c61ddcc5e8a2dabede0f3b482cd9aea9434d").ok());
+  EXPECT_EQ((*e)->Find(Sha1Digest("hello!")).status().code(),
+            Status::Code::kNotFound);
+  EXPECT_EQ((*e)->Find("md5:xyz").status().code(),
+            Status::Code::kInvalidArgument);
+}
+
+TEST(EarlierCaptures, Issue17_ACdxjFileSourceAndTheFirstSourceWins) {
+  TempDir dir;
+  Original one = FirstCrawl(dir.path() + "/crawl1");
+  Original two = FirstCrawl(dir.path() + "/crawl2");
+  const std::string cdxj2 =
+      two.options.index_dir + "/" + two.ex.response.file + ".cdxj";
+  // A CDXJ file names its WARCs beside it: none here, so the line alone.
+  auto e = EarlierCaptures::Load({cdxj2, dir.path() + "/crawl1"});
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ((*e)->stats().files, 2u);
+  EXPECT_EQ((*e)->size(), 1u);
+  auto of = (*e)->Find(Sha1Digest("hello"));
+  ASSERT_TRUE(of.ok()) << of.status().ToString();
+  EXPECT_EQ(of->record_id, "");
+  EXPECT_EQ(of->date, "2024-01-02T03:04:05Z");
+  auto other = EarlierCaptures::Load({dir.path() + "/crawl1", cdxj2});
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ((*other)->Find(Sha1Digest("hello"))->record_id,
+            one.ex.response.record_id);
+}
+
+TEST(EarlierCaptures, Issue17_BadLinesAreCountedAndAMissingSourceIsAnError) {
+  TempDir dir;
+  Original first = FirstCrawl(dir.path() + "/crawl1");
+  const std::string cdxj =
+      first.options.index_dir + "/" + first.ex.response.file + ".cdxj";
+  {
+    std::ofstream out(cdxj, std::ios::app);
+    out << "not a cdxj line\n";
+    out << "com,example)/r 20240102030405 {\"url\": \"http://example.com/r\", "
+           "\"mime\": \"warc/revisit\", \"status\": \"200\", \"digest\": "
+           "\"FYYVT6MIVFGE647PQKEMRQHAKS7D2TW4\", \"length\": \"1\", "
+           "\"offset\": \"0\", \"filename\": \"x.warc.gz\", "
+           "\"flags\": [\"revisit\"]}\n";
+    out << "com,example)/torn 2024";  // a crawl killed mid-line
+  }
+  auto e = EarlierCaptures::Load({dir.path() + "/crawl1"});
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ((*e)->stats().lines, 3u);
+  EXPECT_EQ((*e)->stats().malformed, 1u);
+  EXPECT_EQ((*e)->stats().revisits, 1u);
+  EXPECT_NE((*e)->stats().first_malformed.find(cdxj + ":2: "),
+            std::string::npos)
+      << (*e)->stats().first_malformed;
+  EXPECT_TRUE((*e)->Find(Sha1Digest("hello")).ok());
+  auto missing = EarlierCaptures::Load({dir.path() + "/nowhere"});
+  EXPECT_EQ(missing.status().code(), Status::Code::kNotFound);
+  EXPECT_NE(missing.status().message().find(dir.path() + "/nowhere"),
+            std::string::npos);
+}
+
+// A line that no longer describes its record (the WARC was replaced) is
+// no revisit target: Corruption, never a pointer at the wrong record.
+TEST(EarlierCaptures, Issue17_AStaleIndexIsCorruptionNotAWrongRevisit) {
+  TempDir dir;
+  Original first = FirstCrawl(dir.path() + "/crawl1");
+  auto e = EarlierCaptures::Load({dir.path() + "/crawl1"});
+  ASSERT_TRUE(e.ok());
+  {
+    // The same name, other contents (the first crawl's WARC replaced).
+    std::ofstream out(first.options.dir + "/" + first.ex.response.file,
+                      std::ios::binary | std::ios::trunc);
+    out << std::string(first.ex.response.offset + first.ex.response.length,
+                       'x');
+  }
+  auto stale = (*e)->Find(Sha1Digest("hello"));
+  EXPECT_EQ(stale.status().code(), Status::Code::kCorruption)
+      << stale.status().ToString();
 }
 
 // What verify says of revisits written by other tools.
