@@ -21,7 +21,9 @@ next crawler) so that a machine shared with other work disturbs them alike.
 Per run: pages/s (pages = the webfarm's successful page responses over the
 crawler's wall time), CPU per page over all the crawler's processes (user +
 sys, from wait4, which includes every reaped descendant), peak RSS (the sum
-of each process's VmHWM, sampled from /proc), the webfarm's CPU share (to
+of each process's VmHWM, sampled from /proc), peak PSS (the largest sampled
+sum of each process's Pss: a page shared by the workers, such as the mapped
+claim table, counted once), the webfarm's CPU share (to
 show the server is not the bottleneck), the rest of the machine's busy
 CPU (the neighbours: near 0 on a quiet machine) and the seconds the
 crawler's threads waited, runnable, for a CPU (/proc schedstat: large on a
@@ -163,6 +165,21 @@ def _hwm(pid):
     return None
 
 
+def _pss(pid):
+    """Pss (proportional set size) of a process in bytes; None once gone.
+    RSS counts a page shared by N processes N times (the workers' mapped
+    claim table, libraries); Pss counts 1/N of it in each, so the sum over
+    a tree is the memory the tree really holds."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def _run_delay(pid):
     """Seconds the process's threads have waited, runnable, for a CPU
     (/proc/PID/task/*/schedstat, second field); None once it is gone. On a
@@ -219,6 +236,7 @@ class Sampler(threading.Thread):
         self.samples = []  # (unix time, cpu s, rss bytes, load 1 min)
         self.hwm = {}      # pid -> peak RSS bytes (VmHWM), last seen
         self.delay = {}    # pid -> seconds waited for a CPU, last seen
+        self.pss_peak = 0  # the largest sum of Pss over the tree
         self.done = threading.Event()
 
     def sample(self):
@@ -233,6 +251,8 @@ class Sampler(threading.Thread):
             d = _run_delay(p)
             if d is not None:
                 self.delay[p] = max(d, self.delay.get(p, 0.0))
+        self.pss_peak = max(self.pss_peak,
+                            sum(_pss(p) or 0 for p in tree))
         self.samples.append((time.time(), sum(procs[p][1] for p in tree),
                              sum(procs[p][2] for p in tree), _load()))
 
@@ -416,6 +436,7 @@ class Run:
         self.wall = self.cpu = 0.0
         self.rss_sum = self.rss_max = 0
         self.rss_each = []  # each process's peak RSS, largest first
+        self.pss_peak = 0  # the largest sampled sum of Pss
         self.run_delay = 0.0  # seconds runnable but waiting for a CPU
         self.farm_cpu = self.busy = self.load = 0.0
         self.log = {}
@@ -450,7 +471,7 @@ class Run:
                 f"{self.rate:6.0f} pages/s, CPU {self.cpu_ms:.3f} ms/page, "
                 f"peak RSS {self.rss_sum / 2**20:.0f} MB ("
                 f"{'+'.join(f'{x / 2**20:.0f}' for x in self.rss_each)}), "
-                f"webfarm "
+                f"peak PSS {self.pss_peak / 2**20:.0f} MB, webfarm "
                 f"{self.farm_cpu / self.wall:.2f} core "
                 f"({self.farm_cpu * 1000 / max(1, lg['pages']):.3f} "
                 f"ms/page), others {others:.2f} core, load {self.load:.1f}, "
@@ -463,7 +484,7 @@ class Run:
                 "round": self.round, "wall_s": self.wall, "cpu_s": self.cpu,
                 "pages_per_s": self.rate, "cpu_ms_per_page": self.cpu_ms,
                 "peak_rss_sum": self.rss_sum, "peak_rss_max": self.rss_max,
-                "peak_rss_each": self.rss_each,
+                "peak_rss_each": self.rss_each, "peak_pss": self.pss_peak,
                 "farm_cpu_s": self.farm_cpu, "machine_busy_s": self.busy,
                 "load": self.load, "exit_code": self.exit_code,
                 "run_delay_s": self.run_delay,
@@ -513,6 +534,7 @@ def _measure(run, cmd, farm, work, report_s, **popen):
     if not run.rss_each or run.rss_each[0] < run.rss_max:
         run.rss_each[:1] = [run.rss_max]
     run.rss_sum = sum(run.rss_each)
+    run.pss_peak = sampler.pss_peak
     run.run_delay = sum(sampler.delay.values())
     run.exit_code = os.waitstatus_to_exitcode(status)
     if run.exit_code != 0:
@@ -734,15 +756,16 @@ def summarize(workload, runs, floor, farm_cfg, markdown):
         rows.append((c, len(rs), _range([r.rate for r in rs], "{:.0f}"),
                      _range([r.cpu_ms for r in rs], "{:.3f}"),
                      _range([r.rss_sum / 2**20 for r in rs], "{:.0f}"),
+                     _range([r.pss_peak / 2**20 for r in rs], "{:.0f}"),
                      _range([r.farm_cpu / r.wall for r in rs], "{:.2f}"),
                      _range([max(0.0, r.busy - r.cpu - r.farm_cpu) / r.wall
                              for r in rs], "{:.2f}")))
     print(f"   {'crawler':9s} {'runs':>4s} {'pages/s':>11s} "
-          f"{'CPU ms/page':>13s} {'peak RSS MB':>11s} {'webfarm core':>12s}"
-          f" {'others core':>11s}")
-    for c, n, rate, cpu, rss, farm, others in rows:
+          f"{'CPU ms/page':>13s} {'peak RSS MB':>11s} {'peak PSS MB':>11s}"
+          f" {'webfarm core':>12s} {'others core':>11s}")
+    for c, n, rate, cpu, rss, pss, farm, others in rows:
         print(f"   {c:9s} {n:4d} {rate:>11s} {cpu:>13s} {rss:>11s} "
-              f"{farm:>12s} {others:>11s}")
+              f"{pss:>11s} {farm:>12s} {others:>11s}")
     rt = ratios(runs, floor)
     for k, v in rt.items():
         print(f"   {k:24s} {_range(v, '{:.2f}')}x")
@@ -752,14 +775,15 @@ def summarize(workload, runs, floor, farm_cfg, markdown):
               + ", ".join(f"{r.crawler} round {r.round}" for r in bad))
     if markdown:
         print("\n| crawler | runs | pages/s | CPU per page | peak RSS | "
-              "webfarm (cores) |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: |")
-        for c, n, rate, cpu, rss, farm, _ in rows:
-            print(f"| {c} | {n} | {rate} | {cpu} ms | {rss} MB | {farm} |")
+              "peak PSS | webfarm (cores) |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for c, n, rate, cpu, rss, pss, farm, _ in rows:
+            print(f"| {c} | {n} | {rate} | {cpu} ms | {rss} MB | {pss} MB "
+                  f"| {farm} |")
         if floor:
             print(f"| floor (Gumbo + libdeflate {floor['level']:.0f}) | | | "
                   f"{floor['gumbo_ms']:.3f} + {floor['deflate_ms']:.3f} = "
-                  f"{floor['floor_ms']:.3f} ms | | |")
+                  f"{floor['floor_ms']:.3f} ms | | | |")
         print("\n| ratio | range |\n| --- | ---: |")
         for k, v in rt.items():
             print(f"| {k} | {_range(v, '{:.2f}')}x |")
