@@ -153,6 +153,9 @@ Status EarlierCaptures::LoadFile(const std::string& cdxj,
     } else if (entry->digest.empty()) {
       ++stats_.no_digest;
       continue;
+    } else if (entry->timestamp.size() < 14) {
+      // A revisit names at least the second of its original.
+      why = "timestamp '" + entry->timestamp + "' has fewer than 14 digits";
     } else if (sha1 = DecodeSha1(entry->digest); !sha1.has_value()) {
       why = "digest '" + entry->digest + "' is not a SHA-1";
     }

@@ -523,8 +523,10 @@ Result<RevisitOf> OriginalFromCdxj(const CdxjEntry& entry,
   if (entry.digest.empty())
     return Status::InvalidArgument("cdxj: the line of " + entry.url +
                                    " has no payload digest");
+  // 14 digits (to the second), or more (some indexers add milliseconds:
+  // the second is what a revisit can name without the record).
   const std::string& ts = entry.timestamp;
-  if (ts.size() != 14 || !std::all_of(ts.begin(), ts.end(), ascii::IsDigit))
+  if (ts.size() < 14 || !std::all_of(ts.begin(), ts.end(), ascii::IsDigit))
     return Status::InvalidArgument("cdxj: bad timestamp '" + ts + "'");
   RevisitOf o;
   o.profile = RevisitProfile::kIdenticalPayloadDigest;
