@@ -477,6 +477,11 @@ conf::Config Cfg() {
   c.politeness.max_host_errors = 3;
   c.store.near_duplicate_bits = 0;
   c.fetch.max_connections = 16;
+  // A small claim table: the default's (2 M documents, 256 MiB of text) is
+  // created with a mutex in each of its 159,000 buckets, which took most
+  // of each test's time. These webs hold a few pages.
+  c.dedupe.max_documents = 1024;
+  c.dedupe.text_bytes = 1 << 20;
   return c;
 }
 
