@@ -4,16 +4,18 @@
 #include <fmt/format.h>
 #include <time.h>
 
-#include <chrono>
+#include <ctime>
 
 namespace crawld {
 
 namespace {
 
-using Seconds = std::chrono::sys_time<std::chrono::seconds>;
-
-// The second a time falls in, and the microseconds after it (0..999999).
-Seconds Floor(int64_t unix_us, int* micros) {
+// The second a time falls in, broken down in UTC, and the microseconds
+// after it (0..999999). Formatted from std::tm rather than a chrono time
+// point: fmt converts a time point to the system clock's nanoseconds, which
+// overflow past the year 2262, and a date read from a file (a feed line, a
+// CDXJ line) can be anything int64 holds.
+std::tm Floor(int64_t unix_us, int* micros) {
   int64_t secs = unix_us / 1000000;
   int64_t frac = unix_us % 1000000;
   if (frac < 0) {
@@ -21,14 +23,14 @@ Seconds Floor(int64_t unix_us, int* micros) {
     secs -= 1;
   }
   if (micros != nullptr) *micros = static_cast<int>(frac);
-  return Seconds(std::chrono::seconds(secs));
+  return fmt::gmtime(static_cast<std::time_t>(secs));
 }
 
 }  // namespace
 
 std::string Iso8601Micros(int64_t unix_us) {
   int micros = 0;
-  const Seconds s = Floor(unix_us, &micros);
+  const std::tm s = Floor(unix_us, &micros);
   // fmt 9's %S prints no fraction for whole seconds: append it ourselves.
   return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:06d}Z", s, micros);
 }

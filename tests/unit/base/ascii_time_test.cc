@@ -4,6 +4,8 @@
 #include "base/ascii.h"
 #include "base/time.h"
 
+#include <cstdint>
+
 namespace crawld {
 namespace {
 
@@ -39,6 +41,16 @@ TEST(Time, Iso8601MicrosAsWarcDate) {
   EXPECT_EQ(Iso8601Micros(1764125765123456), "2025-11-26T02:56:05.123456Z");
   // Floored: half a second before the epoch is in 23:59:59.
   EXPECT_EQ(Iso8601Micros(-500000), "1969-12-31T23:59:59.500000Z");
+}
+
+// A date read from a file can be any int64 (a feed line's time_us, found by
+// feed_fuzz): past the year 2262 a nanosecond clock overflows, and the
+// formatting must not.
+TEST(Time, DatesPastTheNanosecondClockFormat) {
+  EXPECT_EQ(Iso8601Micros(17041646455123456), "2510-01-11T06:40:55.123456Z");
+  EXPECT_EQ(Timestamp14(17041646455123456), "25100111064055");
+  EXPECT_FALSE(Iso8601Micros(INT64_MAX).empty());
+  EXPECT_FALSE(HttpDate(INT64_MIN).empty());
 }
 
 TEST(Time, Timestamp14) {
