@@ -31,6 +31,15 @@ cmake --build build/test -j "$JOBS"
 stage "tests: unit, integration, fuzz drivers"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# ctest starts the tests it knows to be slow first when it has their
+# times; a clean clone has none, and a two-minute test started last ran
+# alone at the end. tests/ctest-costs.txt holds the times of a full run
+# (scripts/ctest-costs.sh refreshes it); a tree that ran before keeps its own.
+costs=build/test/Testing/Temporary/CTestCostData.txt
+if [ ! -f "$costs" ] && [ -f tests/ctest-costs.txt ]; then
+  mkdir -p "$(dirname "$costs")"
+  cp tests/ctest-costs.txt "$costs"
+fi
 (cd build/test && ctest --output-on-failure -j "$JOBS" --timeout 900)
 
 if [ "${SKIP_FUZZ:-0}" != 1 ]; then
