@@ -1,0 +1,224 @@
+"""The web console (issue 18, part 1) in a real headless Chromium.
+
+A live crawl of the webfarm with the default process layout (several
+workers, so the supervisor serves the console and the API) and an admin
+token. tests/console/drive.mjs (playwright-core driving Debian's
+/usr/bin/chromium) acts as the operator; this side starts and stops
+everything and judges from the outside:
+  - the app loads, asks for the token, and a pause without it is refused;
+  - the overview's page count grows while the crawl runs;
+  - a host page shows that host's robots.txt rules (h1 disallows
+    /private/);
+  - a rule test names the deciding rule as file:line;
+  - the documents page lists the feed, and a record opened from its WARC
+    is shown as text;
+  - pause stops fetches (the webfarm's request log shows no request
+    starting once the pause has settled) and resume restarts them;
+  - a cross-site form POST to the API from another site's page in the same
+    browser is refused (403) and changes nothing.
+Screenshots go to <build>/tests/console-artifacts/. Everything is bounded:
+the farm (max_seconds), crawld (stopped by PID), the driver (its own
+deadline, and killed with its browser on ours).
+"""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+import crawl_util
+import harness
+import test_admin_cli as admin_cli
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DRIVER_DIR = os.path.join(os.path.dirname(HERE), "console")
+CHROMIUM = "/usr/bin/chromium"
+
+# Six hosts, 200 pages each, one page every 200 ms per host: the crawl runs
+# for about 40 s, longer than the browser needs, and h1 has robots rules.
+FARM = """
+seed = 18
+hosts = 6
+pages = 200
+page_bytes = 600
+links = 2
+cross_host_share = 0.0
+relative_share = 0.5
+seeds = "all"
+
+[[profile]]
+hosts = 1
+robots = "disallow"
+"""
+
+TOKEN = "console-t0ken"
+# The driver's own deadline; ours is a little longer, to read its report.
+DRIVER_DEADLINE_S = 50
+PAUSE_HOLD_S = 4.5
+# How long a pause may take to settle: fetches in flight finish, and a
+# worker's loop may start one that was already past its gate.
+PAUSE_SETTLE_S = 2.0
+
+
+def api(base, path, method="GET", token=TOKEN, headers=None):
+    req = urllib.request.Request(base + path, method=method,
+                                 data=b"{}" if method == "POST" else None)
+    if method == "POST":
+        req.add_header("Content-Type", "application/json")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def artifacts_dir():
+    d = os.path.join(harness.build_dir(), "tests", "console-artifacts")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+class Console(unittest.TestCase):
+
+    def setUp(self):
+        missing = [p for p in (CHROMIUM, os.path.join(
+            DRIVER_DIR, "node_modules", "playwright-core")) if
+            not os.path.exists(p)]
+        # Not a skip: scripts/setup.sh installs both, and a console that is
+        # never driven would pass unseen.
+        self.assertEqual(missing, [], "run scripts/setup.sh (chromium, npm ci "
+                         "in tests/console)")
+
+    def test_operator_drives_the_console_of_a_live_crawl(self):
+        started = time.monotonic()
+        with harness.Webfarm(FARM, max_seconds=120) as farm, \
+                harness.Dnsmasq(farm.hosts_file, max_seconds=120) as dns:
+            work = tempfile.mkdtemp(prefix="crawld-console-")
+            rules = os.path.join(work, "rules.txt")
+            admin_cli.write(rules, "reject regex /never/\n")
+            port = harness.free_port()
+            overrides = {
+                "crawl.rules_file": rules,
+                "politeness.min_delay_ms": 200,
+                "admin.port": port,
+                "admin.token": TOKEN,
+                # The default: one worker per core, so the supervisor
+                # serves the console (at least two here, as on CI's 2
+                # cores).
+                "workers.count": 0 if (os.cpu_count() or 1) >= 2 else 2,
+            }
+            proc, data = crawl_util.start_crawl(
+                farm, dns, data_dir=os.path.join(work, "data"), **overrides)
+            try:
+                self._drive(farm, proc, data, rules, port)
+            finally:
+                harness.stop_process(proc)
+        elapsed = time.monotonic() - started
+        print(f"console test: {elapsed:.1f} s wall")
+
+    def _drive(self, farm, proc, data, rules, port):
+        base = admin_cli.wait_admin_url(proc, data)
+        self.assertEqual(base, f"http://127.0.0.1:{port}")
+        self.assertTrue(farm.wait_requests(
+            lambda rs: sum(r["path"].startswith("/p/") for r in rs) >= 6,
+            timeout=60), "the crawl did not start")
+        status, st = api(base, "/api/status")
+        self.assertEqual(status, 200, st)
+        self.assertGreaterEqual(len(st["workers"]), 2,
+                                "not the supervisor's API")
+
+        shots = artifacts_dir()
+        for f in os.listdir(shots):
+            if f.endswith(".png"):
+                os.remove(os.path.join(shots, f))
+        cfg = {
+            "base": base,
+            "token": TOKEN,
+            "shots": shots,
+            "profile": tempfile.mkdtemp(prefix="crawld-chromium-"),
+            "robots_host": f"http://h1.farm.test:{farm.port}",
+            "robots_text": "/private/",
+            "rule_url": farm.url("h2.farm.test", "/never/x.html"),
+            "rule_where": f"{rules}:1",
+            "evil_origin": f"http://127.0.0.2:{harness.free_port()}",
+            "pause_hold_s": PAUSE_HOLD_S,
+            "deadline_s": DRIVER_DEADLINE_S,
+        }
+        # Its own process group: on our deadline the driver and the
+        # Chromium it started go together (we started all of them).
+        driver = subprocess.Popen(
+            ["node", os.path.join(DRIVER_DIR, "drive.mjs"), json.dumps(cfg)],
+            cwd=DRIVER_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, start_new_session=True)
+        try:
+            out, err = driver.communicate(timeout=DRIVER_DEADLINE_S + 15)
+        except subprocess.TimeoutExpired:
+            os.killpg(driver.pid, signal.SIGKILL)
+            out, err = driver.communicate(timeout=10)
+        steps = {}
+        for line in out.splitlines():
+            try:
+                j = json.loads(line)
+            except ValueError:
+                continue
+            steps.setdefault(j["step"], j)
+        self.assertEqual(driver.returncode, 0,
+                         f"driver failed: {steps.get('error')}\n{out}\n{err}")
+
+        # The browser saw what an operator relies on (drive.mjs checked
+        # each in the page; these are its reports).
+        self.assertIn("401", steps["untokened_pause_refused"]["text"])
+        self.assertGreater(steps["overview_updates"]["later"],
+                           steps["overview_updates"]["first"])
+        self.assertGreaterEqual(steps["overview_updates"]["workers"], 2)
+        # Both workers' hosts, merged by the supervisor (GET /api/hosts).
+        self.assertEqual(steps["hosts_table"]["rows"], 6)
+        self.assertIn("/private/", steps["host_robots"]["robots"])
+        self.assertGreater(steps["record_opened"]["records"], 0)
+        self.assertTrue(steps["record_opened"]["inert"])
+        self.assertEqual(steps["rule_test"]["where"], f"{rules}:1")
+        self.assertIn("rejected", steps["rule_test"]["verdict"])
+        self.assertEqual(steps["cross_site_refused"]["status"], 403)
+        self.assertIn("cross-site", steps["cross_site_refused"]["body"])
+
+        # Pause stopped the fetches, judged by the webfarm: nothing started
+        # between the settled pause and the resume; resume restarts them.
+        t_pause = steps["paused"]["t"]
+        t_resume = steps["resuming"]["t"]
+        self.assertGreaterEqual(t_resume - t_pause, PAUSE_HOLD_S - 0.1)
+        self.assertEqual(steps["resuming"]["badge"].strip(), "paused")
+        self.assertTrue(farm.wait_requests(
+            lambda rs: any(x["start_us"] / 1e6 > t_resume for x in rs),
+            timeout=20), "no request after resume")
+        reqs = farm.requests()
+        late = [x["path"] for x in reqs
+                if t_pause + PAUSE_SETTLE_S < x["start_us"] / 1e6 < t_resume]
+        self.assertEqual(late, [], "requests started while paused")
+        before = [x for x in reqs if x["start_us"] / 1e6 < t_pause]
+        self.assertGreater(len(before), 0)
+
+        # The refused forgeries changed nothing: still running.
+        status, st = api(base, "/api/status")
+        self.assertEqual(status, 200, st)
+        self.assertEqual(st["state"], "running")
+        # And the same two refusals for a plain client, the API's own rule.
+        self.assertEqual(api(base, "/api/pause", "POST", token=None)[0], 401)
+        self.assertEqual(api(base, "/api/pause", "POST", headers={
+            "Origin": "http://evil.example",
+            "Sec-Fetch-Site": "cross-site"})[0], 403)
+
+        for name in ("console-overview.png", "console-host.png"):
+            path = os.path.join(artifacts_dir(), name)
+            self.assertTrue(os.path.getsize(path) > 10_000, path)
+
+
+if __name__ == "__main__":
+    unittest.main()
