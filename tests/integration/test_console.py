@@ -28,6 +28,7 @@ import tempfile
 import time
 import unittest
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import crawl_util
@@ -218,6 +219,184 @@ class Console(unittest.TestCase):
         for name in ("console-overview.png", "console-host.png"):
             path = os.path.join(artifacts_dir(), name)
             self.assertTrue(os.path.getsize(path) > 10_000, path)
+
+
+SMALL_FARM = """
+seed = 5
+hosts = 4
+pages = 80
+page_bytes = 700
+links = 2
+cross_host_share = 0.0
+relative_share = 0.5
+seeds = "all"
+
+[[profile]]
+hosts = 1
+robots = "disallow"
+"""
+
+
+def raw(base, path, method="GET", headers=None, body=None):
+    """(status, headers, body bytes) of one call, without a token."""
+    req = urllib.request.Request(base + path, method=method, data=body)
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+class Endpoints(unittest.TestCase):
+    """What the console calls, without a browser, on one worker's own API
+    and on the supervisor's: the same answers, the same errors."""
+
+    def test_one_worker(self):
+        self._check(workers=1)
+
+    def test_supervisor(self):
+        self._check(workers=2)
+
+    def _check(self, workers):
+        with harness.Webfarm(SMALL_FARM, max_seconds=90) as farm, \
+                harness.Dnsmasq(farm.hosts_file, max_seconds=90) as dns:
+            work = tempfile.mkdtemp(prefix="crawld-console-api-")
+            rules = os.path.join(work, "rules.txt")
+            admin_cli.write(rules, "reject regex /never/\n")
+            proc, data = crawl_util.start_crawl(
+                farm, dns, data_dir=os.path.join(work, "data"),
+                **{"workers.count": workers, "crawl.rules_file": rules,
+                   "politeness.min_delay_ms": 150})
+            try:
+                base = admin_cli.wait_admin_url(proc, data)
+                self.assertTrue(farm.wait_requests(
+                    lambda rs: sum(r["path"].startswith("/p/")
+                                   for r in rs) >= 12, timeout=60),
+                    "the crawl did not start")
+                self._console_files(base)
+                self._status_and_hosts(base, farm)
+                self._rules_and_records(base, rules)
+                self._refusals(base)
+            finally:
+                harness.stop_process(proc)
+
+    def _json(self, base, path):
+        status, headers, body = raw(base, path)
+        self.assertEqual(headers.get("Content-Type"), "application/json",
+                         path)
+        return status, json.loads(body)
+
+    def _console_files(self, base):
+        status, headers, body = raw(base, "/")
+        self.assertEqual(status, 200)
+        self.assertEqual(headers["Content-Type"], "text/html; charset=utf-8")
+        self.assertIn("default-src 'self'", headers["Content-Security-Policy"])
+        self.assertIn("frame-ancestors 'none'",
+                      headers["Content-Security-Policy"])
+        self.assertEqual(headers["X-Content-Type-Options"], "nosniff")
+        self.assertIn(b"/console/console.js", body)
+        status, headers, _ = raw(base, "/console/console.js")
+        self.assertEqual(status, 200)
+        self.assertEqual(headers["Content-Type"],
+                         "text/javascript; charset=utf-8")
+        status, again, body = raw(base, "/console/console.js", headers={
+            "If-None-Match": headers["ETag"]})
+        self.assertEqual((status, body), (304, b""))
+        self.assertEqual(raw(base, "/console/nope.js")[0], 404)
+
+    def _status_and_hosts(self, base, farm):
+        status, st = self._json(base, "/api/status")
+        self.assertEqual(status, 200, st)
+        hosts = st["hosts"]
+        by_state = sum(hosts[k] for k in ("active", "ready", "waiting",
+                                          "backing_off", "idle", "retired"))
+        self.assertEqual(by_state, hosts["known"], hosts)
+        self.assertGreaterEqual(st["disk"]["warc_bytes"], 0)
+        self.assertGreater(st["disk"]["state_bytes"], 0)
+
+        status, j = self._json(base, "/api/hosts?sort=host&limit=2")
+        self.assertEqual(status, 200, j)
+        names = [r["host"] for r in j["hosts"]]
+        self.assertEqual(len(names), 2)
+        self.assertEqual(names, sorted(names))
+        self.assertEqual(j["matched"], 4)
+        status, j = self._json(base, "/api/hosts?q=H1.FARM&sort=fetched")
+        self.assertEqual([r["host"] for r in j["hosts"]],
+                         [f"http://h1.farm.test:{farm.port}"])
+        for bad, name in (("limit=0", "limit"), ("limit=100000", "limit"),
+                          ("sort=bogus", "sort"), ("state=sleepy", "state"),
+                          ("order=up", "order"), ("x=1", "x"),
+                          ("q=" + "a" * 300, "q"), ("limit=1&limit=2",
+                                                     "limit")):
+            status, j = self._json(base, "/api/hosts?" + bad)
+            self.assertEqual(status, 400, bad)
+            self.assertEqual(j["status"], 400)
+            self.assertIn(name, j["error"], bad)
+
+        # A host page's recent fetches: that host's, newest first.
+        host = f"h1.farm.test:{farm.port}"
+        self.assertTrue(admin_cli.wait_for(lambda: self._json(
+            base, "/api/hosts/" + host)[1].get("recent"), 20))
+        status, j = self._json(base, "/api/hosts/" + host)
+        self.assertEqual(status, 200, j)
+        self.assertIn("Disallow: /private/", j["robots"]["rules"])
+        times = [f["time"] for f in j["recent"]]
+        self.assertEqual(times, sorted(times, reverse=True))
+        for f in j["recent"]:
+            self.assertTrue(f["url"].startswith("http://" + host + "/"), f)
+        status, j = self._json(base, "/api/hosts/nowhere.example")
+        self.assertEqual(status, 404, j)
+
+    def _rules_and_records(self, base, rules):
+        status, j = self._json(base, "/api/rules")
+        self.assertEqual(status, 200, j)
+        self.assertEqual(j["filter"][0]["where"], f"{rules}:1")
+        self.assertEqual(j["filter"][0]["rule"], "reject regex /never/")
+
+        entries = []
+        self.assertTrue(admin_cli.wait_for(lambda: entries.extend(
+            self._json(base, "/api/docs?limit=20")[1]["entries"]) or
+            entries, 30), "no feed entry")
+        e = next(x for x in entries if "/p/" in x["url"])
+        q = urllib.parse.urlencode({"warc": e["warc"], "offset": e["offset"],
+                                    "length": e["length"]})
+        status, rec = self._json(base, "/api/docs/record?" + q)
+        self.assertEqual(status, 200, rec)
+        self.assertEqual(rec["target_uri"], e["url"])
+        self.assertEqual(rec["type"], "response")
+        self.assertTrue(rec["http_head"].startswith("HTTP/1.1 200"))
+        self.assertIn("<html", rec["body"].lower())
+        for bad in ("warc=..%2Fx.warc.gz&offset=0&length=1",
+                    "warc=a.warc&offset=0&length=0",
+                    "warc=a.warc&offset=x&length=1", "warc=a.warc"):
+            status, j = self._json(base, "/api/docs/record?" + bad)
+            self.assertEqual(status, 400, bad)
+        status, j = self._json(
+            base, "/api/docs/record?warc=none.warc.gz&offset=0&length=9")
+        self.assertEqual(status, 404, j)
+
+    def _refusals(self, base):
+        # No token configured here: the browser rules still hold.
+        cases = [
+            ({"Content-Type": "text/plain"}, 415),
+            ({"Content-Type": "application/x-www-form-urlencoded"}, 415),
+            ({"Content-Type": "application/json",
+              "Origin": "http://evil.example"}, 403),
+            ({"Content-Type": "application/json",
+              "Sec-Fetch-Site": "cross-site"}, 403),
+        ]
+        for headers, want in cases:
+            status, _, body = raw(base, "/api/pause", "POST", headers, b"{}")
+            self.assertEqual(status, want, (headers, body))
+            self.assertEqual(json.loads(body)["status"], want)
+        status, _, body = raw(base, "/api/status",
+                              headers={"Host": "evil.example"})
+        self.assertEqual(status, 403, body)
+        self.assertIn("rebinding", json.loads(body)["error"])
+        status, st = self._json(base, "/api/status")
+        self.assertNotEqual(st["state"], "paused")
 
 
 if __name__ == "__main__":
