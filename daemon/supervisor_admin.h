@@ -49,7 +49,7 @@ struct WorkerStatus {
 
 // The supervisor's status: the same top-level fields as a worker's (sums of
 // pages, pages_per_s, bytes, queued, in_flight, ip_waiting, robots_fetches,
-// hosts.*, counts.*), "state", "uptime_s", and "workers": one entry per
+// hosts.*, counts.*, errors.*), "state", "uptime_s", and "workers": one entry per
 // entry of supervisor["workers"] (id, pid, up, restarts), with that
 // worker's pages and queued and its whole status object under "status", or
 // "error". `supervisor` is SupervisorAdmin::View::supervisor_status()'s

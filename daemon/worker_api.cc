@@ -9,6 +9,7 @@
 #include "console/console.h"
 #include "daemon/component_options.h"
 #include "daemon/feed_json.h"
+#include "daemon/progress.h"
 #include "fetcher/fetcher.h"
 
 namespace crawld::daemon {
@@ -272,7 +273,13 @@ Json WorkerApi::StatusJson() {
   const frontier::Frontier& fr = *parts_.frontier;
   const double uptime = std::max<int64_t>(1, parts_.control->uptime_us()) / 1e6;
   Json counts = Json::object();
-  for (const auto& [k, v] : st.counts) counts[k] = v;
+  // The failure classes among the counts, as the progress line adds them
+  // up (IsErrorCount): the console's "errors by class".
+  Json errors = Json::object();
+  for (const auto& [k, v] : st.counts) {
+    counts[k] = v;
+    if (IsErrorCount(k)) errors[k] = v;
+  }
   const size_t waiting = parts_.path->ip_waiting();
   Json j = Json::object();
   j["state"] = parts_.control->StateName();
@@ -301,6 +308,7 @@ Json WorkerApi::StatusJson() {
   j["robots_fetches"] = st.robots_fetches;
   j["uptime_s"] = uptime;
   j["counts"] = std::move(counts);
+  j["errors"] = std::move(errors);
   if (disk_ != nullptr) j["disk"] = disk_->Get(parts_.clock->MonotonicUs());
   j["workers"] =
       Json::array({{{"id", parts_.worker_id},

@@ -249,8 +249,22 @@
     const r = rates();
     const last = r.length ? r[r.length - 1] : null;
     const hosts = st.hosts || {};
-    const counts = Object.entries(st.counts || {}).sort((a, b) => b[1] - a[1]);
-    const maxCount = counts.length ? counts[0][1] : 1;
+    // Failure classes (the API's "errors", as the progress line counts
+    // them) apart from the other counted events.
+    const errorMap = st.errors || {};
+    const errors = Object.entries(errorMap).sort((a, b) => b[1] - a[1]);
+    const events = Object.entries(st.counts || {})
+      .filter(([k]) => !(k in errorMap)).sort((a, b) => b[1] - a[1]);
+    const countTable = (id, rows, cls) => {
+      if (rows.length === 0) return h('p', { class: 'muted', id }, 'none');
+      const max = rows[0][1] || 1;
+      return h('table', { id }, h('tbody', {}, rows.map(([k, v]) => {
+        const bar = h('div', { class: 'bar ' + cls });
+        bar.style.width = Math.max(2, 100 * v / max) + '%';
+        return h('tr', {}, h('td', { class: 'mono' }, k),
+                 h('td', { class: 'num' }, fmtInt(v)), h('td', { class: 'barcell' }, bar));
+      })));
+    };
     const disk = st.disk || {};
     const workers = st.workers || [];
     view.replaceChildren(
@@ -281,15 +295,11 @@
                 .map((k) => h('tr', {},
                   h('td', {}, h('a', { href: '#/hosts?state=' + k }, k.replace('_', ' '))),
                   h('td', { class: 'num' }, fmtInt(hosts[k]))))))),
-        h('div', { class: 'card' }, h('h2', {}, 'Errors and events by class'),
-          counts.length === 0 ? h('p', { class: 'muted' }, 'none yet') :
-          h('table', { id: 'ov-counts' },
-            h('tbody', {}, counts.map(([k, v]) => {
-              const bar = h('div', { class: 'bar' });
-              bar.style.width = Math.max(2, 100 * v / maxCount) + '%';
-              return h('tr', {}, h('td', { class: 'mono' }, k),
-                       h('td', { class: 'num' }, fmtInt(v)), h('td', {}, bar));
-            }))))),
+        h('div', { class: 'card' },
+          h('h2', {}, 'Errors by class (', fmtInt(errors.reduce((a, e) => a + e[1], 0)), ')'),
+          countTable('ov-errors', errors, 'bad'),
+          h('h2', { class: 'spaced' }, 'Other events'),
+          countTable('ov-counts', events, ''))),
       h('div', { class: 'grid2' },
         h('div', { class: 'card' }, h('h2', {}, 'Workers'),
           h('table', { id: 'ov-workers' },

@@ -234,6 +234,10 @@ seeds = "all"
 [[profile]]
 hosts = 1
 robots = "disallow"
+
+[[profile]]
+hosts = 2
+errors = ["404"]
 """
 
 
@@ -313,6 +317,15 @@ class Endpoints(unittest.TestCase):
         by_state = sum(hosts[k] for k in ("active", "ready", "waiting",
                                           "backing_off", "idle", "retired"))
         self.assertEqual(by_state, hosts["known"], hosts)
+        # Errors by class: the failure classes among the counts, as the
+        # progress line adds them up; h2's two 404 pages are one.
+        self.assertTrue(admin_cli.wait_for(lambda: self._json(
+            base, "/api/status")[1]["errors"].get("http_4xx"), 20), st)
+        status, st = self._json(base, "/api/status")
+        self.assertEqual(st["errors"]["http_4xx"], st["counts"]["http_4xx"])
+        self.assertNotIn("dedupe_claimed", st["errors"])
+        for k, v in st["errors"].items():
+            self.assertEqual(st["counts"][k], v, k)
         self.assertGreaterEqual(st["disk"]["warc_bytes"], 0)
         self.assertGreater(st["disk"]["state_bytes"], 0)
 
