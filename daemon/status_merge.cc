@@ -101,6 +101,10 @@ Json MergeStatus(const Json& supervisor,
   out["hosts"] = std::move(hosts);
   out["robots_fetches"] = sums["robots_fetches"];
   out["uptime_s"] = Num(supervisor, "uptime_s");
+  // A node of a cluster: the supervisor's own view of the ring.
+  if (const Json* cluster = json::Find(supervisor, "cluster")) {
+    out["cluster"] = *cluster;
+  }
   out["counts"] = std::move(counts);
   out["errors"] = std::move(errors);
   out["workers"] = std::move(workers);

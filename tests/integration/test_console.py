@@ -412,5 +412,55 @@ class Endpoints(unittest.TestCase):
         self.assertNotEqual(st["state"], "paused")
 
 
+class ClusterNodes(unittest.TestCase):
+    """The overview's nodes: with --cluster, a node's /api/status says which
+    node it is and which nodes the ring holds (two nodes of two workers
+    over a real redis-server)."""
+
+    def test_status_names_the_live_nodes(self):
+        import redis_util  # only here: the other tests need no Redis
+        with harness.Webfarm(SMALL_FARM, max_seconds=90) as farm, \
+                harness.Dnsmasq(farm.hosts_file, max_seconds=90) as dns, \
+                redis_util.RedisServer(max_seconds=90) as redis:
+            work = tempfile.mkdtemp(prefix="crawld-console-cluster-")
+            procs, datas = [], []
+            try:
+                for node in (0, 1):
+                    data = os.path.join(work, f"node-{node}")
+                    os.makedirs(data)
+                    config = crawl_util.write_config(
+                        dns.server, data, **{"workers.count": 2,
+                                             "politeness.min_delay_ms": 150})
+                    with open(os.path.join(data, "stderr.txt"), "w") as err:
+                        procs.append(subprocess.Popen(
+                            [harness.binary("crawld"), "--config", config,
+                             "--seeds", farm.seeds_file, "--cluster",
+                             redis.url, "--node-id", str(node), "--nodes",
+                             "2", "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=err))
+                    datas.append(data)
+                base = admin_cli.wait_admin_url(procs[0], datas[0])
+
+                def cluster(url):
+                    status, st = api(url, "/api/status", token=None)
+                    c = st.get("cluster") if status == 200 else None
+                    return c if c and c["live_nodes"] == [0, 1] else None
+
+                c = admin_cli.wait_for(lambda: cluster(base), 60)
+                self.assertTrue(c, api(base, "/api/status", token=None))
+                self.assertEqual(c["node_id"], 0)
+                self.assertEqual(c["nodes"], 2)
+                self.assertEqual(c["gone_nodes"], [])
+                self.assertGreater(c["epoch"], 0)
+                # Node 1 says the same ring from its side.
+                other = admin_cli.wait_admin_url(procs[1], datas[1])
+                c = admin_cli.wait_for(lambda: cluster(other), 30)
+                self.assertTrue(c, api(other, "/api/status", token=None))
+                self.assertEqual(c["node_id"], 1)
+            finally:
+                for p in procs:
+                    harness.stop_process(p)
+
+
 if __name__ == "__main__":
     unittest.main()
