@@ -675,6 +675,10 @@ constexpr Key kKeys[] = {
               "Bearer token every admin request must carry "
               "(Authorization: Bearer <token>); empty = no token (loopback "
               "only)."),
+    BoolKey(CRAWLD_CONF_FIELD(admin, console),
+            "Serve the operator's web console at / on the admin API's "
+            "address and port (docs/OPERATIONS.md, \"Console\"); false = "
+            "the API only."),
 
     // [workers]
     IntKey(CRAWLD_CONF_FIELD(workers, count), 0, 256,

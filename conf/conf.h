@@ -251,8 +251,9 @@ struct CheckpointConfig {
 struct AdminConfig {
   bool enabled = true;
   std::string address = "127.0.0.1";  // numeric IP; non-loopback needs token
-  int port = 0;       // 0 = any free port (written to <data>/run/admin.url)
-  std::string token;  // bearer token; empty = none (loopback only)
+  int port = 0;         // 0 = any free port (written to <data>/run/admin.url)
+  std::string token;    // bearer token; empty = none (loopback only)
+  bool console = true;  // serve the web console at / (console/console.h)
 
   bool operator==(const AdminConfig&) const = default;
 };

@@ -225,4 +225,10 @@ CrawlPath::Options PathOptions(const conf::Config& c) {
   return o;
 }
 
+console::Options ConsoleOptions(const conf::AdminConfig& admin) {
+  console::Options o;
+  o.enabled = admin.console;
+  return o;
+}
+
 }  // namespace crawld::daemon

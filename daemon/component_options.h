@@ -10,6 +10,7 @@
 #include "cluster/ip_leases.h"
 #include "conf/conf.h"
 #include "conf/traps.h"
+#include "console/console.h"
 #include "daemon/crawl_path.h"
 #include "daemon/documents.h"
 #include "daemon/hosts.h"
@@ -51,6 +52,8 @@ ClaimStore ClaimStoreOf(const conf::Config& c);
 // crawl's Redis and key prefix, the bounds.
 dedupe::Options ClaimOptions(const conf::Config& c);
 CrawlPath::Options PathOptions(const conf::Config& c);
+// The web console on an admin API: the worker's own and the supervisor's.
+console::Options ConsoleOptions(const conf::AdminConfig& admin);
 
 }  // namespace crawld::daemon
 

@@ -311,6 +311,16 @@ void CrawlPath::Fetch(Job* job, const std::string& ip) {
 
 void CrawlPath::OnFetched(Job* job, fetcher::Response&& response) {
   job->response = std::move(response);
+  const fetcher::Response& r = job->response;
+  if (parts_.recent != nullptr && r.error != fetcher::ErrorClass::kAborted) {
+    parts_.recent->Add({job->host_key, job->url, r.status_code,
+                        r.status_code == 0
+                            ? std::string(fetcher::ErrorClassName(r.error))
+                            : std::string(),
+                        (parts_.clock->MonotonicUs() - job->started_us) / 1000,
+                        static_cast<uint64_t>(r.body.size()),
+                        parts_.clock->WallUs(), job->robots});
+  }
   if (job->robots) {
     OnRobotsFetched(job);
   } else {

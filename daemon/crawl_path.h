@@ -63,6 +63,7 @@
 #include "cluster/cluster.h"
 #include "conf/rules.h"
 #include "conf/traps.h"
+#include "daemon/console_api.h"
 #include "daemon/crawl_stats.h"
 #include "daemon/documents.h"
 #include "daemon/event_log.h"
@@ -191,6 +192,9 @@ class CrawlPath {
     EventLog* log = nullptr;
     // A fetch's duration (seconds), for the metrics histogram; may be empty.
     std::function<void(double)> on_fetch_seconds;
+    // Every fetch that ended (page or robots.txt), for the admin API's
+    // host page; may be null.
+    RecentFetches* recent = nullptr;
     // A fatal error (a WARC write failed): the worker stops the crawl.
     std::function<void(const std::string& reason)> on_fatal;
     // After every Pump(): the worker checks its stop conditions.

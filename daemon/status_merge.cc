@@ -54,6 +54,7 @@ Json MergeStatus(const Json& supervisor,
   Json hosts = Json::object();
   for (const char* k : {"known", "active", "retired"}) hosts[k] = 0;
   Json counts = Json::object();
+  Json errors = Json::object();
   Json workers = Json::array();
   bool stopping = StateOf(supervisor) == "stopping";
   int answered = 0, paused = 0;
@@ -75,6 +76,7 @@ Json MergeStatus(const Json& supervisor,
       for (const char* k : kSums) sums[k] = Add(sums[k], Num(st, k));
       SumMembers(json::Find(st, "hosts"), &hosts);
       SumMembers(json::Find(st, "counts"), &counts);
+      SumMembers(json::Find(st, "errors"), &errors);
       entry["pages"] = Num(st, "pages");
       entry["queued"] = Num(st, "queued");
       entry["status"] = st;
@@ -99,7 +101,12 @@ Json MergeStatus(const Json& supervisor,
   out["hosts"] = std::move(hosts);
   out["robots_fetches"] = sums["robots_fetches"];
   out["uptime_s"] = Num(supervisor, "uptime_s");
+  // A node of a cluster: the supervisor's own view of the ring.
+  if (const Json* cluster = json::Find(supervisor, "cluster")) {
+    out["cluster"] = *cluster;
+  }
   out["counts"] = std::move(counts);
+  out["errors"] = std::move(errors);
   out["workers"] = std::move(workers);
   return out;
 }

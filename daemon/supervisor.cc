@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,8 @@ class Supervisor {
   // workers follow its decision (ring, lease, go, stop).
   void ClusterTick(bool idle, uint64_t sent, uint64_t received, uint64_t pages);
   void SyncWorker(Child& c, const ClusterLink::Decision& d);
+  // GET /api/status's "cluster": this node and the ring's live nodes.
+  Json ClusterJson() const;
   // SIGHUP: checks the rule and override files, then has every worker load
   // them; CheckReload() reports once every worker answered.
   void Reload();
@@ -606,6 +609,24 @@ Status Supervisor::StartCluster() {
   return Status::Ok();
 }
 
+Json Supervisor::ClusterJson() const {
+  // The ring's workers by node: a global worker id is node x (workers per
+  // node) + i (docs/CLUSTER.md).
+  const int per_node = std::max(1, opt_.workers + opt_.drainers);
+  std::set<int> live, gone;
+  for (int w : ring_live_) live.insert(w / per_node);
+  for (int w : ring_gone_) gone.insert(w / per_node);
+  for (int n : live) gone.erase(n);
+  Json j = Json::object();
+  j["node_id"] = opt_.config.cluster.node_id;
+  j["nodes"] = opt_.config.cluster.nodes;
+  j["epoch"] = ring_epoch_;
+  j["live_nodes"] = Json(std::vector<int>(live.begin(), live.end()));
+  j["gone_nodes"] = Json(std::vector<int>(gone.begin(), gone.end()));
+  j["lease"] = lease_ > 0;
+  return j;
+}
+
 Status Supervisor::StartAdmin() {
   if (!opt_.config.admin.enabled) return Status::Ok();
   SupervisorAdmin::Options ao;
@@ -628,6 +649,7 @@ Status Supervisor::StartAdmin() {
     st["state"] = stopping_ ? "stopping" : "running";
     st["uptime_s"] = (NowMs() - start_ms_) / 1000.0;
     st["workers"] = std::move(ws);
+    if (cluster_ != nullptr) st["cluster"] = ClusterJson();
     return st;
   };
   view.stop = [this](const std::string& why) { Stop(why); };

@@ -11,6 +11,9 @@
 
 #include "base/time.h"
 #include "cluster/cluster.h"
+#include "console/console.h"
+#include "daemon/component_options.h"
+#include "daemon/console_api.h"
 #include "daemon/feed_json.h"
 #include "daemon/report_api.h"
 #include "http/http.h"
@@ -93,6 +96,8 @@ struct SupervisorAdmin::Impl {
   // GET /api/reports: computed from the node's data directory off the
   // loop; cancelled when the admin API goes.
   std::unique_ptr<ReportApi> reports;
+  // GET /api/status's "disk": the node's data directory, all workers'.
+  std::unique_ptr<DiskUsage> disk;
 
   ~Impl() {
     if (keeper != nullptr) {
@@ -303,7 +308,9 @@ struct SupervisorAdmin::Impl {
           ws.error = WorkerName(c.index) + ": status is not a JSON object";
         }
       }
-      r.SendJson(200, MergeStatus(sup, statuses));
+      Json merged = MergeStatus(sup, statuses);
+      merged["disk"] = disk->Get(static_cast<int64_t>(uv_now(loop)) * 1000);
+      r.SendJson(200, merged);
     });
   }
 
@@ -466,6 +473,70 @@ struct SupervisorAdmin::Impl {
     Ask({MakeCall(index, req)}, [r](Calls done) { r.Send(Forward(done[0])); });
   }
 
+  // GET /api/hosts: the same query to every running worker, their rows
+  // merged in the query's order and cut to its limit. A worker that does
+  // not answer is named in "errors"; the others' rows still come.
+  void ListHosts(const http::Request& req, const http::Responder& r) {
+    Result<HostQuery> query = ParseHostQuery(req.query);
+    if (!query.ok()) {
+      r.SendError(400, query.status().message());
+      return;
+    }
+    std::string errors;
+    Calls calls = ToAll(req, SupervisorJson(), &errors);
+    if (calls.empty()) {
+      r.SendError(503, "no worker is running");
+      return;
+    }
+    const HostQuery q = *query;
+    Ask(std::move(calls), [this, q, r, errors](Calls done) mutable {
+      std::vector<Json> rows;
+      uint64_t matched = 0;
+      for (const Call& c : done) {
+        auto j = c.reply.ok && c.reply.status == 200
+                     ? json::Parse(c.reply.body, kWorkerJson)
+                     : Result<Json>(Status::Internal("no answer"));
+        const Json* hosts = j.ok() ? json::Find(*j, "hosts") : nullptr;
+        if (hosts == nullptr || !hosts->is_array()) {
+          errors += (errors.empty() ? "" : "; ") +
+                    (c.reply.ok ? WorkerName(c.index) + " answered " +
+                                      std::to_string(c.reply.status)
+                                : c.reply.error);
+          continue;
+        }
+        for (const Json& row : *hosts) {
+          if (row.is_object()) rows.push_back(row);
+        }
+        const Json* m = json::Find(*j, "matched");
+        if (m != nullptr && m->is_number_unsigned()) {
+          matched += m->get<uint64_t>();
+        }
+      }
+      SortHostRows(q, &rows);
+      Json out = Json::object();
+      out["hosts"] = Json(std::move(rows));
+      out["matched"] = matched;
+      if (!errors.empty()) out["errors"] = errors;
+      r.SendJson(200, out);
+    });
+  }
+
+  // GET /api/docs/record: read here, like the feed, from the node's WARCs.
+  void Record(const http::Request& req, const http::Responder& r) {
+    Result<RecordQuery> query = ParseRecordQuery(req.query);
+    if (!query.ok()) {
+      r.SendError(400, query.status().message());
+      return;
+    }
+    Result<Json> rec = ReadRecordJson(options.data_dir + "/warc", *query);
+    if (!rec.ok()) {
+      r.SendError(rec.status().code() == Status::Code::kNotFound ? 404 : 400,
+                  rec.status().message());
+      return;
+    }
+    r.SendJson(200, *rec);
+  }
+
   void Stop(const http::Responder& r) {
     r.SendJson(200, {{"state", "stopping"}});
     if (!view.stop) return;
@@ -579,12 +650,22 @@ void SupervisorAdmin::Impl::AddRoutes() {
   route("POST", "/api/rules/test", to_first);
   route("GET", "/api/hosts/{host}",
         [self](const Request& q, Responder r) { self->Host(q, r); });
+  route("GET", "/api/hosts",
+        [self](const Request& q, Responder r) { self->ListHosts(q, r); });
+  route("GET", "/api/rules", to_first);
   route("GET", "/api/docs",
         [self](const Request& q, Responder r) { self->Docs(q, r); });
+  route("GET", "/api/docs/record",
+        [self](const Request& q, Responder r) { self->Record(q, r); });
   route("GET", "/api/reports",
         [self](const Request& q, Responder r) { self->reports->List(q, r); });
   route("GET", "/api/reports/{name}",
         [self](const Request& q, Responder r) { self->reports->Get(q, r); });
+  // The web console, served here like the API it calls: what users with
+  // several workers open (console/console.h).
+  crawld::Status cs =
+      console::AddRoutes(server.get(), ConsoleOptions(options.admin));
+  (void)cs;  // fixed patterns, added once; tested
 }
 
 crawld::Status SupervisorAdmin::Impl::PublishUrl() {
@@ -650,6 +731,7 @@ Result<std::unique_ptr<SupervisorAdmin>> SupervisorAdmin::Start(
   impl->client = std::move(client).value();
   impl->reports = std::make_unique<ReportApi>(
       std::make_unique<UvWorkPool>(loop), options.data_dir);
+  impl->disk = std::make_unique<DiskUsage>(options.data_dir);
 
   impl->AddRoutes();
   if (Status s = impl->PublishUrl(); !s.ok()) return s;

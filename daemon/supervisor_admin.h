@@ -49,11 +49,12 @@ struct WorkerStatus {
 
 // The supervisor's status: the same top-level fields as a worker's (sums of
 // pages, pages_per_s, bytes, queued, in_flight, ip_waiting, robots_fetches,
-// hosts.*, counts.*), "state", "uptime_s", and "workers": one entry per
-// entry of supervisor["workers"] (id, pid, up, restarts), with that
-// worker's pages and queued and its whole status object under "status", or
-// "error". `supervisor` is SupervisorAdmin::View::supervisor_status()'s
-// value; statuses[i] belongs to supervisor["workers"][i].
+// hosts.*, counts.*, errors.*), "state", "uptime_s", and "workers": one
+// entry per entry of supervisor["workers"] (id, pid, up, restarts), with
+// that worker's pages and queued and its whole status object under
+// "status", or "error"; supervisor["cluster"] as it is, when present.
+// `supervisor` is SupervisorAdmin::View::supervisor_status()'s value;
+// statuses[i] belongs to supervisor["workers"][i].
 // state: "stopping" when the supervisor says so or a worker stops, else
 // "paused" when every worker that answered is paused, else "running".
 [[nodiscard]] Json MergeStatus(const Json& supervisor,
@@ -76,7 +77,8 @@ class SupervisorAdmin {
     // {"state": "running"|"stopping", "uptime_s": S,
     //  "workers": [{"id": global id, "pid": P, "up": bool,
     //               "restarts": N}, ...]} with one entry per local worker in
-    // id order. A worker that is not "up" is not asked.
+    // id order, and on a cluster node "cluster" (docs/API.md). A worker
+    // that is not "up" is not asked.
     std::function<Json()> supervisor_status;
     // Stops the crawl gracefully; the argument is the reason ("api stop").
     // Called on the loop, after the response has been queued.

@@ -6,7 +6,10 @@
 #include <filesystem>
 
 #include "base/time.h"
+#include "console/console.h"
+#include "daemon/component_options.h"
 #include "daemon/feed_json.h"
+#include "daemon/progress.h"
 #include "fetcher/fetcher.h"
 
 namespace crawld::daemon {
@@ -51,6 +54,9 @@ Result<std::unique_ptr<WorkerApi>> WorkerApi::Start(
   api->server_ = std::move(server).value();
   api->reports_ = std::make_unique<ReportApi>(
       std::make_unique<UvWorkPool>(loop), parts.config->crawl.data_dir);
+  if (!under_supervisor) {
+    api->disk_ = std::make_unique<DiskUsage>(parts.config->crawl.data_dir);
+  }
   api->Routes();
 
   const std::string& bound = ao.bind_address;
@@ -158,12 +164,22 @@ void WorkerApi::Routes() {
     }
     r.SendJson(200, j);
   });
+  route("GET", "/api/hosts",
+        [this](const Request& req, Responder r) { ListHosts(req, r); });
+  route("GET", "/api/rules",
+        [this](const Request&, Responder r) { r.SendJson(200, RulesJson()); });
   route("GET", "/api/docs",
         [this](const Request& req, Responder r) { ReadFeed(req, r); });
+  route("GET", "/api/docs/record",
+        [this](const Request& req, Responder r) { ReadRecord(req, r); });
   route("GET", "/api/reports",
         [this](const Request& req, Responder r) { reports_->List(req, r); });
   route("GET", "/api/reports/{name}",
         [this](const Request& req, Responder r) { reports_->Get(req, r); });
+  // The web console: static files on this same server (console/console.h).
+  Status cs =
+      console::AddRoutes(server_.get(), ConsoleOptions(parts_.config->admin));
+  (void)cs;  // fixed patterns, added once; tested
   // Counters mirror the summary counts at each scrape: one place counts.
   metrics_.AddCollector([this] { SyncMetrics(); });
 }
@@ -257,7 +273,13 @@ Json WorkerApi::StatusJson() {
   const frontier::Frontier& fr = *parts_.frontier;
   const double uptime = std::max<int64_t>(1, parts_.control->uptime_us()) / 1e6;
   Json counts = Json::object();
-  for (const auto& [k, v] : st.counts) counts[k] = v;
+  // The failure classes among the counts, as the progress line adds them
+  // up (IsErrorCount): the console's "errors by class".
+  Json errors = Json::object();
+  for (const auto& [k, v] : st.counts) {
+    counts[k] = v;
+    if (IsErrorCount(k)) errors[k] = v;
+  }
   const size_t waiting = parts_.path->ip_waiting();
   Json j = Json::object();
   j["state"] = parts_.control->StateName();
@@ -267,12 +289,27 @@ Json WorkerApi::StatusJson() {
   j["queued"] = static_cast<uint64_t>(fr.queued());
   j["in_flight"] = static_cast<uint64_t>(parts_.path->active() - waiting);
   j["ip_waiting"] = static_cast<uint64_t>(waiting);
-  j["hosts"] = {{"known", static_cast<uint64_t>(fr.hosts())},
+  Json hosts = {{"known", static_cast<uint64_t>(fr.hosts())},
                 {"active", static_cast<uint64_t>(fr.in_flight())},
                 {"retired", static_cast<uint64_t>(fr.retired_hosts())}};
+  // By state (console_api.h): one pass over the host records, O(hosts),
+  // well under a millisecond for the tens of thousands a worker holds.
+  Json by_state = Json::object();
+  for (std::string_view name : HostStateNames()) {
+    by_state[std::string(name)] = 0;
+  }
+  const int64_t now = parts_.clock->MonotonicUs();
+  fr.ForEachHost([&](std::string_view, const frontier::HostInfo& info) {
+    Json& n = by_state[std::string(HostStateName(info, now))];
+    n = n.get<uint64_t>() + 1;
+  });
+  for (auto& [name, n] : by_state.items()) hosts[name] = n;
+  j["hosts"] = std::move(hosts);
   j["robots_fetches"] = st.robots_fetches;
   j["uptime_s"] = uptime;
   j["counts"] = std::move(counts);
+  j["errors"] = std::move(errors);
+  if (disk_ != nullptr) j["disk"] = disk_->Get(parts_.clock->MonotonicUs());
   j["workers"] =
       Json::array({{{"id", parts_.worker_id},
                     {"pages", st.pages},
@@ -415,6 +452,8 @@ Json WorkerApi::HostJson(const std::string& name) {
       j["retired"] = info->retired;
       j["pages"] = info->pages;
       j["page_budget"] = info->page_budget;
+      j["fetched"] = info->fetched;
+      j["state"] = std::string(HostStateName(*info, now));
     }
     Json robots = Json::object();
     if (host == nullptr) {
@@ -426,9 +465,83 @@ Json WorkerApi::HostJson(const std::string& name) {
       j["override"] = parts_.control->overrides().Describe(host->override_rule);
     }
     j["robots"] = std::move(robots);
+    // The newest first, from the worker's ring of recent fetches.
+    j["recent"] = parts_.recent != nullptr ? parts_.recent->ForHost(key, 20)
+                                           : Json::array();
     return j;
   }
   return Json();
+}
+
+void WorkerApi::ListHosts(const Request& req, Responder r) {
+  Result<HostQuery> query = ParseHostQuery(req.query);
+  if (!query.ok()) {
+    r.SendError(400, query.status().message());
+    return;
+  }
+  const int64_t now = parts_.clock->MonotonicUs();
+  std::vector<Json> rows;
+  uint64_t matched = 0;
+  parts_.frontier->ForEachHost(
+      [&](std::string_view key, const frontier::HostInfo& info) {
+        const HostRecord* host = parts_.hosts->Find(key);
+        Json row = HostRow(
+            key, info,
+            host == nullptr ? "unknown" : ApiRobotsState(host->robots), now);
+        if (!HostRowMatches(row, *query)) return;
+        ++matched;
+        rows.push_back(std::move(row));
+        // Keep memory bounded on a big table: cut back to the page now
+        // and then instead of holding every match.
+        if (rows.size() >= 4 * kMaxHostRows) SortHostRows(*query, &rows);
+      });
+  SortHostRows(*query, &rows);
+  Json out = Json::object();
+  out["hosts"] = Json(std::move(rows));
+  out["matched"] = matched;
+  r.SendJson(200, out);
+}
+
+Json WorkerApi::RulesJson() {
+  const conf::RuleSet& rules = parts_.control->rules();
+  const std::string& rules_file = parts_.config->crawl.rules_file;
+  Json filter = Json::array();
+  for (const conf::RuleSet::RuleStats& st : rules.Stats()) {
+    filter.push_back(
+        {{"line", st.line},
+         {"rule", st.rule},
+         {"where",
+          st.line > 0 ? rules_file + ":" + std::to_string(st.line) : st.rule},
+         {"hits", st.hits}});
+  }
+  const conf::Overrides& ov = parts_.control->overrides();
+  Json overrides = Json::array();
+  for (const conf::Overrides::LineStats& st : ov.Stats()) {
+    overrides.push_back({{"line", st.line},
+                         {"text", st.text},
+                         {"where", ov.Where(st.line)},
+                         {"hits", st.hits}});
+  }
+  return {{"rules_file", rules_file},
+          {"filter", std::move(filter)},
+          {"overrides_file", parts_.config->politeness.overrides_file},
+          {"overrides", std::move(overrides)}};
+}
+
+void WorkerApi::ReadRecord(const Request& req, Responder r) {
+  Result<RecordQuery> query = ParseRecordQuery(req.query);
+  if (!query.ok()) {
+    r.SendError(400, query.status().message());
+    return;
+  }
+  Result<Json> rec =
+      ReadRecordJson(parts_.config->crawl.data_dir + "/warc", *query);
+  if (!rec.ok()) {
+    r.SendError(rec.status().code() == Status::Code::kNotFound ? 404 : 400,
+                rec.status().message());
+    return;
+  }
+  r.SendJson(200, *rec);
 }
 
 }  // namespace crawld::daemon

@@ -15,6 +15,7 @@
 #include "conf/overrides.h"
 #include "conf/rules.h"
 #include "conf/traps.h"
+#include "daemon/console_api.h"
 #include "daemon/crawl_path.h"
 #include "daemon/crawl_stats.h"
 #include "daemon/event_log.h"
@@ -64,6 +65,7 @@ class WorkerApi {
     FetchPort* fetch = nullptr;
     EventLog* log = nullptr;
     const Clock* clock = nullptr;
+    const RecentFetches* recent = nullptr;  // may be null
   };
 
   // Listens (the config's [admin] address, or 127.0.0.1 on any free port
@@ -93,6 +95,9 @@ class WorkerApi {
   void SyncMetrics();
   Json RulesTestJson(const Json& body);
   Json HostJson(const std::string& name);
+  void ListHosts(const http::Request& req, http::Responder r);
+  Json RulesJson();
+  void ReadRecord(const http::Request& req, http::Responder r);
 
   Parts parts_;
   std::unique_ptr<http::Server> server_;
@@ -101,6 +106,9 @@ class WorkerApi {
   std::unique_ptr<ReportApi> reports_;  // GET /api/reports, off the loop
   std::string url_;
   std::string url_file_;
+  // GET /api/status's "disk": a worker alone only; under a supervisor the
+  // supervisor measures the node's data directory once for all.
+  std::unique_ptr<DiskUsage> disk_;
 };
 
 }  // namespace crawld::daemon

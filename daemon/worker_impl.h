@@ -156,6 +156,8 @@ class Worker::Impl final : public WorkerControl {
   std::unique_ptr<store::EarlierCaptures> earlier_;  // dedupe.earlier
   std::unique_ptr<Documents> documents_;
   std::unique_ptr<Peers> peers_;
+  // The last fetches of this worker, for the admin API's host page.
+  RecentFetches recent_{RecentFetches::Options{}};
   std::unique_ptr<CrawlPath> path_;
   bool checkpoint_waiting_ = false;  // an interval checkpoint awaits the store
   std::unique_ptr<Recovery> recovery_;

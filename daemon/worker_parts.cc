@@ -241,6 +241,7 @@ void Worker::Impl::BuildPath() {
     if (fetch_seconds_ != nullptr) fetch_seconds_->Observe(s);
   };
   pp.on_fatal = [this](const std::string& reason) { RequestStop(reason); };
+  pp.recent = &recent_;
   pp.on_pumped = [this] { AfterPump(); };
   path_ = std::make_unique<CrawlPath>(PathOptions(config_), pp);
   path_->SetRules(rules_.get());
@@ -329,6 +330,7 @@ Status Worker::Impl::StartApi() {
   ap.fetch = fetch_.get();
   ap.log = &log_;
   ap.clock = &clock_;
+  ap.recent = &recent_;
   // <data>/run/admin.url, or admin-<worker>.url with several workers.
   const std::string url_file =
       config_.crawl.data_dir +

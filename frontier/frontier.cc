@@ -1151,6 +1151,14 @@ bool Frontier::Idle() const {
   return in_flight_ == 0 && time_heap_.empty() && ready_heap_.empty();
 }
 
+void Frontier::ForEachHost(
+    const std::function<void(std::string_view, const HostInfo&)>& fn) const {
+  for (const auto& [key, state] : hosts_) {
+    std::optional<HostInfo> info = Host(key);
+    if (info.has_value()) fn(key, *info);
+  }
+}
+
 std::optional<HostInfo> Frontier::Host(std::string_view host_key) const {
   auto it = hosts_.find(host_key);
   if (it == hosts_.end()) return std::nullopt;

@@ -417,6 +417,12 @@ class Frontier {
 
   // A snapshot of the host's state; nullopt for a host never seen.
   std::optional<HostInfo> Host(std::string_view host_key) const;
+  // Calls fn(host_key, snapshot) for every host record, retired and empty
+  // ones included, in no particular order. O(hosts): for the admin API's
+  // host list and host counts by state, not for the crawl path. fn must
+  // not change the frontier.
+  void ForEachHost(
+      const std::function<void(std::string_view, const HostInfo&)>& fn) const;
 
  private:
   struct HostState;

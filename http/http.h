@@ -77,7 +77,10 @@ struct Response {
   std::string content_type = "application/json";
   std::string body;
   // Extra headers. Content-Length, Content-Type, Connection and Date are
-  // written by the server and must not be given here.
+  // written by the server and must not be given here. Cache-Control
+  // (default "no-store") and Content-Security-Policy (default
+  // "default-src 'none'; frame-ancestors 'none'") given here replace the
+  // server's defaults; X-Content-Type-Options: nosniff is always sent.
   HeaderList headers;
 
   // body = json::Dump(body).
@@ -206,6 +209,13 @@ class Server {
   [[nodiscard]] Status Route(std::string_view method, std::string_view pattern,
                              Handler handler);
 
+  // A GET route (HEAD too) served without the bearer token even when one
+  // is configured: only for content that is the same in every crawld build
+  // and tells nothing about the crawl (the console's static files, see
+  // console/console.h). Listening rules and the browser checks apply as to
+  // any route. Fails like Route().
+  [[nodiscard]] Status PublicRoute(std::string_view pattern, Handler handler);
+
   // The bound port (the chosen one when Options::port was 0).
   [[nodiscard]] uint16_t port() const;
   // Open connections now.
@@ -223,6 +233,32 @@ class Server {
 // True for 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104 written as numeric
 // addresses; false for anything else, including names.
 [[nodiscard]] bool IsLoopbackAddress(std::string_view numeric_address);
+
+// ---------------------------------------------------------------------------
+// Browser checks (docs/API.md, "Cross-site requests"; docs/SECURITY.md)
+//
+// The server runs both on every request, in this order: CheckBrowserRequest
+// before the token (a forged request is refused whatever it carries), and
+// CheckJsonContentType once a route matched (so that 404 and 405 stay as
+// they were). Public so that the unit tests and the request fuzz target
+// drive the server's own code; a handler never needs them.
+
+// 0 when req may go on, else 403 with the reason in *why:
+//  - without a token (token_configured false), a Host header that names
+//    neither a loopback address nor "localhost": a page whose DNS name was
+//    rebound to 127.0.0.1 would otherwise be same-origin with the API;
+//  - for a method other than GET and HEAD, Sec-Fetch-Site other than
+//    "same-origin" or "none" (typed by the user), or an Origin header that
+//    is not this server as named by Host ("null" included).
+// Requests without these headers (curl, crawlctl, the supervisor) pass.
+[[nodiscard]] int CheckBrowserRequest(const Request& req, bool token_configured,
+                                      std::string* why);
+
+// 0 for GET and HEAD, or when Content-Type's media type is
+// application/json (any parameters); else 415 with the reason in *why. No
+// cross-site form can send that type, and a cross-origin fetch() of it
+// needs a CORS preflight that this server never answers.
+[[nodiscard]] int CheckJsonContentType(const Request& req, std::string* why);
 
 // ---------------------------------------------------------------------------
 // The client

@@ -125,6 +125,8 @@ std::string_view StatusReason(int status) {
       return "Accepted";
     case 204:
       return "No Content";
+    case 304:
+      return "Not Modified";
     case 400:
       return "Bad Request";
     case 401:
@@ -153,6 +155,8 @@ std::string_view StatusReason(int status) {
       return "Internal Server Error";
     case 501:
       return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
     case 503:
       return "Service Unavailable";
     default:

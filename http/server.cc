@@ -59,10 +59,28 @@ std::string Serialize(const Response& r, bool close, bool head) {
   if (!HasCrOrLf(r.content_type)) {
     out.append("Content-Type: ").append(r.content_type).append("\r\n");
   }
-  out.append("Content-Length: ")
-      .append(std::to_string(r.body.size()))
-      .append("\r\n");
-  out.append("Cache-Control: no-store\r\n");
+  // A 304 has no body; its Content-Length would have to be the 200's.
+  if (r.status != 304) {
+    out.append("Content-Length: ")
+        .append(std::to_string(r.body.size()))
+        .append("\r\n");
+  }
+  auto given = [&r](std::string_view name) {
+    return std::any_of(r.headers.begin(), r.headers.end(),
+                       [name](const auto& h) {
+                         return ascii::EqualsIgnoreCase(h.first, name);
+                       });
+  };
+  // JSON is never a page: should a browser be made to render a response,
+  // it runs nothing and cannot be framed. The console's assets say what
+  // they need instead.
+  if (!given("cache-control")) out.append("Cache-Control: no-store\r\n");
+  if (!given("content-security-policy")) {
+    out.append(
+        "Content-Security-Policy: default-src 'none'; "
+        "frame-ancestors 'none'\r\n");
+  }
+  out.append("X-Content-Type-Options: nosniff\r\n");
   out.append(close ? "Connection: close\r\n" : "Connection: keep-alive\r\n");
   for (const auto& [name, value] : r.headers) {
     // A handler echoing client input must not be able to split the response.
@@ -83,6 +101,7 @@ struct RouteEntry {
   // Literal segments, or "{name}" captures (stored as name, capture=true).
   std::vector<std::pair<std::string, bool>> segments;
   int literals = 0;
+  bool is_public = false;  // GET without the token (PublicRoute)
   Handler handler;
 };
 
@@ -551,7 +570,22 @@ void Server::Impl::OnConnection() {
 
 void Server::Impl::Dispatch(Conn* conn, uint64_t seq, Request req) {
   const bool is_read = req.method == "GET" || req.method == "HEAD";
-  if (!options.token.empty() && (options.token_for_reads || !is_read)) {
+  std::string why;
+  if (const int refused =
+          CheckBrowserRequest(req, !options.token.empty(), &why)) {
+    conn->Reply(seq, Response::MakeError(refused, why), false);
+    return;
+  }
+  // Public routes (the console's static files) go without the token;
+  // any other path, known or not, needs it before routing says more.
+  const bool is_public =
+      is_read && std::any_of(routes.begin(), routes.end(),
+                             [&req](const RouteEntry& route) {
+                               return route.is_public &&
+                                      MatchRoute(route, req.segments, nullptr);
+                             });
+  if (!options.token.empty() && !is_public &&
+      (options.token_for_reads || !is_read)) {
     const std::string* auth = req.Header("authorization");
     std::string_view given;
     if (auth != nullptr && auth->size() > 7 &&
@@ -598,6 +632,10 @@ void Server::Impl::Dispatch(Conn* conn, uint64_t seq, Request req) {
         405, "method " + req.method + " not allowed on " + req.path);
     r.headers.emplace_back("Allow", allow);
     conn->Reply(seq, r, false);
+    return;
+  }
+  if (const int refused = CheckJsonContentType(req, &why)) {
+    conn->Reply(seq, Response::MakeError(refused, why), false);
     return;
   }
   MatchRoute(*best, req.segments, &req.params);
@@ -666,6 +704,12 @@ Result<std::unique_ptr<Server>> Server::Create(uv_loop_s* loop,
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Server::~Server() = default;
+
+Status Server::PublicRoute(std::string_view pattern, Handler handler) {
+  Status s = Route("GET", pattern, std::move(handler));
+  if (s.ok()) impl_->routes.back().is_public = true;
+  return s;
+}
 
 Status Server::Route(std::string_view method, std::string_view pattern,
                      Handler handler) {

@@ -18,6 +18,10 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev dnsmasq-base redis-server wrk
   openssl procps
+  # the web console's browser test (tests/console): Debian's Chromium,
+  # driven by playwright-core from npm (tests/console/package-lock.json)
+  # with the machine's Node.js
+  chromium
 )
 
 missing=()
@@ -29,12 +33,26 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages present"
-  exit 0
+else
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The console test's Node packages, exactly as locked (no browser download:
+# the test points playwright-core at /usr/bin/chromium), with the machine's
+# Node.js and npm. Skipped when node_modules was installed from this lock.
+console_dir="$(cd "$(dirname "$0")/../tests/console" && pwd)"
+stamp="$console_dir/node_modules/.crawld-lock"
+if ! cmp -s "$console_dir/package-lock.json" "$stamp" 2>/dev/null; then
+  if ! command -v npm >/dev/null; then
+    echo "setup: npm is needed for tests/console (Node.js 18 or later)" >&2
+    exit 1
+  fi
+  echo "setup: npm ci in tests/console"
+  (cd "$console_dir" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$console_dir/package-lock.json" "$stamp"
+fi

@@ -151,6 +151,8 @@ class Metrics(unittest.TestCase):
 
                 def call(path, method="GET"):
                     req = urllib.request.Request(base + path, method=method)
+                    if method == "POST":
+                        req.add_header("Content-Type", "application/json")
                     with urllib.request.urlopen(req, timeout=10) as r:
                         return r.read().decode()
 
@@ -232,8 +234,9 @@ class BadRequests(unittest.TestCase):
                     base = f.read().strip()
 
                 def post(path, body):
-                    req = urllib.request.Request(base + path, data=body,
-                                                 method="POST")
+                    req = urllib.request.Request(
+                        base + path, data=body, method="POST",
+                        headers={"Content-Type": "application/json"})
                     try:
                         with urllib.request.urlopen(req, timeout=10) as r:
                             return r.status, json.loads(r.read())

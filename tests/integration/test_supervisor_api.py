@@ -57,7 +57,9 @@ def ctl(*args, **kw):
 def http(base, path, method="GET", body=None, token=None):
     """(status, content type, text) of one call; errors are answers too."""
     req = urllib.request.Request(base + path, method=method, data=body)
-    if body is not None:
+    if body is not None or method != "GET":
+        # What the API asks of every state change (docs/API.md,
+        # "Cross-site requests").
         req.add_header("Content-Type", "application/json")
     if token:
         req.add_header("Authorization", f"Bearer {token}")

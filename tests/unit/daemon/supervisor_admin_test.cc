@@ -169,7 +169,8 @@ Json WorkerJson(const char* state, int pages, int known, int http4xx) {
           {"hosts", {{"known", known}, {"active", 1}, {"retired", 0}}},
           {"robots_fetches", known},
           {"uptime_s", 2.0},
-          {"counts", {{"http_4xx", http4xx}}}};
+          {"counts", {{"http_4xx", http4xx}}},
+          {"errors", {{"http_4xx", http4xx}}}};
 }
 
 TEST(MergeStatus, SumsTheWorkersAndListsEachOne) {
@@ -188,6 +189,11 @@ TEST(MergeStatus, SumsTheWorkersAndListsEachOne) {
   EXPECT_EQ(N(j, {"robots_fetches"}), 6);
   EXPECT_EQ(N(j, {"uptime_s"}), 3.5);
   EXPECT_EQ(N(j, {"counts", "http_4xx"}), 3);
+  EXPECT_EQ(N(j, {"errors", "http_4xx"}), 3);    // issue 18: errors by class
+  EXPECT_EQ(json::Find(j, "cluster"), nullptr);  // not a cluster node
+  Json sup = Sup("running", {true, true, true});
+  sup["cluster"] = {{"node_id", 1}, {"live_nodes", {0, 1}}};
+  EXPECT_EQ(At(MergeStatus(sup, st), {"cluster"}), sup["cluster"]);
   // Counts stay integers, as a worker writes them.
   EXPECT_EQ(json::Dump(At(j, {"pages"})), "15");
   EXPECT_EQ(json::Dump(At(j, {"counts"})), "{\"http_4xx\":3}");

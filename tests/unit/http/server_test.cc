@@ -263,12 +263,17 @@ std::string Get(std::string_view target, std::string_view extra = "") {
          std::string(extra) + "\r\n";
 }
 
+// A POST as crawlctl sends it: JSON (docs/API.md, "Cross-site requests"),
+// unless extra gives a Content-Type of its own.
 std::string Post(std::string_view target, std::string_view body,
                  std::string_view extra = "") {
+  const bool typed =
+      std::string_view(extra).find("Content-Type:") != std::string_view::npos;
   return "POST " + std::string(target) +
          " HTTP/1.1\r\nHost: localhost\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n" + std::string(extra) + "\r\n" +
-         std::string(body);
+         std::to_string(body.size()) + "\r\n" +
+         (typed ? "" : "Content-Type: application/json\r\n") +
+         std::string(extra) + "\r\n" + std::string(body);
 }
 
 Json BodyJson(const HttpReply& r) {
@@ -489,7 +494,7 @@ TEST_F(ServerTest, WrongMethodIs405WithAllow) {
 TEST_F(ServerTest, HeadAnswersGetRoutesWithoutBody) {
   Start();
   RawClient c(port_);
-  ASSERT_TRUE(c.Send("HEAD /api/status HTTP/1.1\r\nHost: h\r\n\r\n"));
+  ASSERT_TRUE(c.Send("HEAD /api/status HTTP/1.1\r\nHost: localhost\r\n\r\n"));
   HttpReply r = c.Read(/*head=*/true);
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.status, 200);
@@ -579,6 +584,119 @@ TEST_F(ServerTest, WithOpenReadsOnlyMutationsNeedTheToken) {
   EXPECT_EQ(c.Read().status, 401);
   ASSERT_TRUE(c.Send(Post("/api/pause", "", "Authorization: Bearer tok\r\n")));
   EXPECT_EQ(c.Read().status, 200);
+}
+
+// Cross-site requests (docs/API.md): a page in the operator's browser
+// must not drive the API, token or not.
+TEST_F(ServerTest, CrossSitePostIsRefusedWhateverTheToken) {
+  Server::Options options;
+  options.token = "tok";
+  Start(options);
+  RawClient c(port_);
+  const std::string auth = "Authorization: Bearer tok\r\n";
+  // The browser says the request comes from another site (or another port
+  // of the same host, which is "same-site").
+  for (const char* site : {"cross-site", "same-site"}) {
+    ASSERT_TRUE(c.Send(
+        Post("/api/pause", "{}", auth + "Sec-Fetch-Site: " + site + "\r\n")));
+    HttpReply r = c.Read();
+    EXPECT_EQ(r.status, 403) << site;
+    EXPECT_EQ(Field(r, "status").get<double>(), 403);
+  }
+  // A browser without Fetch Metadata still sends Origin.
+  ASSERT_TRUE(c.Send(
+      Post("/api/pause", "{}", auth + "Origin: http://evil.example\r\n")));
+  EXPECT_EQ(c.Read().status, 403);
+  ASSERT_TRUE(c.Send(Post("/api/pause", "{}", auth + "Origin: null\r\n")));
+  EXPECT_EQ(c.Read().status, 403);
+  // Same host, other port: another origin.
+  ASSERT_TRUE(c.Send(
+      Post("/api/pause", "{}", auth + "Origin: http://localhost:1\r\n")));
+  EXPECT_EQ(c.Read().status, 403);
+  // The console's own calls: same origin.
+  ASSERT_TRUE(c.Send(
+      "POST /api/pause HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port_) +
+      "\r\nOrigin: http://127.0.0.1:" + std::to_string(port_) +
+      "\r\nSec-Fetch-Site: same-origin\r\nContent-Type: application/json\r\n" +
+      auth + "Content-Length: 2\r\n\r\n{}"));
+  EXPECT_EQ(c.Read().status, 200);
+  // Reads are not state changes: a cross-site GET is only a matter for the
+  // token (and the browser's same-origin policy keeps the answer).
+  ASSERT_TRUE(
+      c.Send(Get("/api/status", auth + "Sec-Fetch-Site: cross-site\r\n")));
+  EXPECT_EQ(c.Read().status, 200);
+}
+
+TEST_F(ServerTest, PostsNeedAJsonContentType) {
+  Start();
+  RawClient c(port_);
+  // What a cross-site <form> can send, and nothing at all.
+  for (const char* type :
+       {"Content-Type: text/plain\r\n",
+        "Content-Type: application/x-www-form-urlencoded\r\n",
+        "Content-Type: multipart/form-data; boundary=x\r\n",
+        "Content-Type: application/jsonx\r\n", "X-None: 1\r\n"}) {
+    std::string req = Post("/api/pause", "{}", type);
+    if (std::string_view(type).starts_with("X-")) {
+      // Post() adds the JSON type unless told one: take it out again.
+      const std::string json = "Content-Type: application/json\r\n";
+      req.erase(req.find(json), json.size());
+    }
+    ASSERT_TRUE(c.Send(req));
+    HttpReply r = c.Read();
+    EXPECT_EQ(r.status, 415) << type;
+    EXPECT_NE(Field(r, "error").get<std::string>().find("application/json"),
+              std::string::npos);
+  }
+  ASSERT_TRUE(
+      c.Send(Post("/api/pause", "{}",
+                  "Content-Type: Application/JSON; charset=utf-8\r\n")));
+  EXPECT_EQ(c.Read().status, 200);
+  // Routing errors stay what they were.
+  ASSERT_TRUE(c.Send(Post("/api/nope", "", "Content-Type: text/plain\r\n")));
+  EXPECT_EQ(c.Read().status, 404);
+  ASSERT_TRUE(c.Send(Post("/api/status", "", "Content-Type: text/plain\r\n")));
+  EXPECT_EQ(c.Read().status, 405);
+}
+
+TEST_F(ServerTest, WithoutTokenOnlyLoopbackHostNamesAreServed) {
+  Start();
+  RawClient c(port_);
+  // DNS rebinding: the page's own name, now resolving to 127.0.0.1.
+  ASSERT_TRUE(c.Send("GET /api/status HTTP/1.1\r\nHost: evil.example:" +
+                     std::to_string(port_) + "\r\n\r\n"));
+  HttpReply r = c.Read();
+  EXPECT_EQ(r.status, 403);
+  EXPECT_NE(Field(r, "error").get<std::string>().find("rebinding"),
+            std::string::npos);
+  for (const char* host : {"127.0.0.1", "127.0.0.1:8181", "LOCALHOST:1",
+                           "[::1]:8181", "127.9.9.9"}) {
+    ASSERT_TRUE(c.Send(
+        "GET /api/status HTTP/1.1\r\nHost: " + std::string(host) + "\r\n\r\n"));
+    EXPECT_EQ(c.Read().status, 200) << host;
+  }
+}
+
+TEST_F(ServerTest, WithTokenAnyHostNameIsServed) {
+  Server::Options options;
+  options.token = "tok";
+  Start(options);
+  RawClient c(port_);
+  ASSERT_TRUE(
+      c.Send("GET /api/status HTTP/1.1\r\nHost: crawler.example.org\r\n"
+             "Authorization: Bearer tok\r\n\r\n"));
+  EXPECT_EQ(c.Read().status, 200);
+}
+
+TEST_F(ServerTest, ResponsesCarryNosniffAndAStrictDefaultPolicy) {
+  Start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.Send(Get("/api/status")));
+  HttpReply r = c.Read();
+  EXPECT_EQ(r.headers["x-content-type-options"], "nosniff");
+  EXPECT_EQ(r.headers["content-security-policy"],
+            "default-src 'none'; frame-ancestors 'none'");
+  EXPECT_EQ(r.headers["cache-control"], "no-store");
 }
 
 TEST_F(ServerTest, OversizedBodyIs413AndCloses) {
@@ -814,8 +932,9 @@ TEST_F(ServerTest, ExpectContinueGets100BeforeTheBody) {
   RawClient c(port_);
   const std::string body = R"({"urls": ["http://a/"]})";
   ASSERT_TRUE(
-      c.Send("POST /api/seeds HTTP/1.1\r\nHost: h\r\n"
-             "Expect: 100-continue\r\nContent-Length: " +
+      c.Send("POST /api/seeds HTTP/1.1\r\nHost: localhost\r\n"
+             "Content-Type: application/json\r\nExpect: "
+             "100-continue\r\nContent-Length: " +
              std::to_string(body.size()) + "\r\n\r\n"));
   HttpReply interim = c.Read(/*head=*/true);
   ASSERT_TRUE(interim.ok);
