@@ -24,6 +24,9 @@ PACKAGES=(
   chromium
 )
 
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -34,8 +37,6 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages present"
 else
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
@@ -49,8 +50,10 @@ console_dir="$(cd "$(dirname "$0")/../tests/console" && pwd)"
 stamp="$console_dir/node_modules/.crawld-lock"
 if ! cmp -s "$console_dir/package-lock.json" "$stamp" 2>/dev/null; then
   if ! command -v npm >/dev/null; then
-    echo "setup: npm is needed for tests/console (Node.js 18 or later)" >&2
-    exit 1
+    # A machine without Node.js: Debian's (18 on Debian 12) is enough.
+    echo "setup: installing Debian's nodejs and npm for tests/console"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
   fi
   echo "setup: npm ci in tests/console"
   (cd "$console_dir" && npm ci --no-audit --no-fund --loglevel=error)
