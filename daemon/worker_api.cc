@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <vector>
 
 #include "base/time.h"
 #include "console/console.h"
@@ -294,16 +295,23 @@ Json WorkerApi::StatusJson() {
                 {"retired", static_cast<uint64_t>(fr.retired_hosts())}};
   // By state (console_api.h): one pass over the host records, O(hosts),
   // well under a millisecond for the tens of thousands a worker holds.
-  Json by_state = Json::object();
-  for (std::string_view name : HostStateNames()) {
-    by_state[std::string(name)] = 0;
-  }
+  // Counted by name view (HostStateName returns views of its static
+  // names), not through the JSON object: the console polls this every 2 s.
+  const auto& names = HostStateNames();
+  std::vector<uint64_t> by_state(names.size(), 0);
   const int64_t now = parts_.clock->MonotonicUs();
   fr.ForEachHost([&](std::string_view, const frontier::HostInfo& info) {
-    Json& n = by_state[std::string(HostStateName(info, now))];
-    n = n.get<uint64_t>() + 1;
+    const std::string_view name = HostStateName(info, now);
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == name) {
+        ++by_state[i];
+        break;
+      }
+    }
   });
-  for (auto& [name, n] : by_state.items()) hosts[name] = n;
+  for (size_t i = 0; i < names.size(); ++i) {
+    hosts[std::string(names[i])] = by_state[i];
+  }
   j["hosts"] = std::move(hosts);
   j["robots_fetches"] = st.robots_fetches;
   j["uptime_s"] = uptime;
