@@ -10,7 +10,7 @@
 #   /etc/crawld/crawl.toml               conffile: conf/crawler.toml with
 #                                        data_dir = /var/lib/crawld
 #   /etc/crawld/seeds.txt                conffile: the service's seed URLs
-#   /usr/share/doc/crawld/               README.md, docs/*.md, the Grafana
+#   /usr/share/doc/crawld/               README.md, docs/*.md and *.png, the Grafana
 #                                        dashboard, copyright, changelog
 #   /usr/share/man/man8/crawld.8.gz, man1/crawlctl.1.gz, lintian overrides
 # The maintainer scripts (packaging/postinst, prerm, postrm) create the
@@ -105,7 +105,8 @@ install(FILES ${_pkg_out}/crawler.toml DESTINATION /etc/crawld
 install(FILES ${_pkg_src}/seeds.txt DESTINATION /etc/crawld
         COMPONENT deb EXCLUDE_FROM_ALL)
 set(_docdir /usr/share/doc/crawld)
-file(GLOB _docs ${PROJECT_SOURCE_DIR}/docs/*.md)
+# The pictures too: README.md and docs/OPERATIONS.md show the console's.
+file(GLOB _docs ${PROJECT_SOURCE_DIR}/docs/*.md ${PROJECT_SOURCE_DIR}/docs/*.png)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${_pkg_src}/copyright
               ${_pkg_out}/changelog.Debian.gz
         DESTINATION ${_docdir} COMPONENT deb EXCLUDE_FROM_ALL)

@@ -274,7 +274,8 @@ class DebianPackage(unittest.TestCase):
             if not mode.startswith("d"):
                 files[name] = (mode, owner)
         docs = {"/usr/share/doc/crawld/docs/" + os.path.basename(p)
-                for p in glob.glob(os.path.join(SRC, "docs", "*.md"))}
+                for p in glob.glob(os.path.join(SRC, "docs", "*.md")) +
+                glob.glob(os.path.join(SRC, "docs", "*.png"))}
         want = {"/usr/bin/crawld", "/usr/bin/crawlctl", UNIT, CONF, SEEDS,
                 "/usr/share/crawld/crawler.toml",
                 "/usr/share/doc/crawld/README.md",
