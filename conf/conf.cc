@@ -595,8 +595,9 @@ constexpr Key kKeys[] = {
             "(their index/*.cdxj and warc/) or CDXJ files (their WARCs "
             "beside them). A payload archived there is written as a "
             "revisit of that capture (counted: dedupe_earlier), so a "
-            "recrawl stores only what changed. Loaded at start, 32 bytes a "
-            "capture in each worker; a source that is missing stops the "
+            "recrawl stores only what changed. Loaded at start into "
+            "DATA/dedupe/earlier.idx, 32 bytes a capture, which the node's "
+            "workers map and share; a source that is missing stops the "
             "start."),
 
     // [traps]

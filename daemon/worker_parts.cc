@@ -273,7 +273,10 @@ Status Worker::Impl::OpenStore() {
   // First: a missing earlier crawl stops the start before anything is
   // written.
   if (!config_.dedupe.earlier.empty()) {
-    auto earlier = store::EarlierCaptures::Load(config_.dedupe.earlier);
+    // One index file for the node's workers: the first builds it, the
+    // others map it (one copy in the page cache, not one per worker).
+    auto earlier = store::EarlierCaptures::Load(
+        config_.dedupe.earlier, config_.crawl.data_dir + "/dedupe/earlier.idx");
     if (!earlier.ok()) return earlier.status();
     earlier_ = std::move(earlier).value();
     const store::EarlierCaptures::Stats& es = earlier_->stats();
@@ -282,7 +285,8 @@ Status Worker::Impl::OpenStore() {
                 {"captures", std::to_string(es.captures)},
                 {"revisit_lines", std::to_string(es.revisits)},
                 {"malformed_lines", std::to_string(es.malformed)},
-                {"memory_bytes", std::to_string(earlier_->memory_bytes())}});
+                {"memory_bytes", std::to_string(earlier_->memory_bytes())},
+                {"mapped_bytes", std::to_string(earlier_->mapped_bytes())}});
     if (es.malformed > 0) {
       log_.Write(Level::kWarn, "dedupe_earlier_malformed",
                  {{"lines", std::to_string(es.malformed)},

@@ -631,8 +631,10 @@ struct CdxjEntry {
 //
 // Memory: 32 bytes a capture (the SHA-1, the file and the line's offset),
 // in one sorted array; the line itself is read back from its CDXJ file on
-// a hit. Find is const and opens its own file handles: safe from several
-// threads at once.
+// a hit. With a cache path the array is built once into that file and
+// mapped read-only, so the workers of a node share one copy in the page
+// cache instead of each holding its own. Find is const and opens its own
+// file handles: safe from several threads at once.
 class EarlierCaptures {
  public:
   struct Stats {
@@ -651,8 +653,18 @@ class EarlierCaptures {
   // that is neither, naming it; IOError when a file cannot be read.
   // Malformed lines are skipped and counted, not fatal: one torn line of
   // a killed crawl must not refuse the next.
+  //
+  // `cache` (optional): a file in which the sorted index is kept for the
+  // other processes loading the same sources (a node's workers): the first
+  // builds it, under an exclusive lock on `cache` + ".lock", and the rest
+  // map it. It is rebuilt when a source's CDXJ files differ in name, size
+  // or modification time from those it was built from. A cache that cannot
+  // be written is not an error: the index is then held in memory.
   [[nodiscard]] static Result<std::unique_ptr<EarlierCaptures>> Load(
-      const std::vector<std::string>& sources);
+      const std::vector<std::string>& sources, const std::string& cache = "");
+  ~EarlierCaptures();
+  EarlierCaptures(const EarlierCaptures&) = delete;
+  EarlierCaptures& operator=(const EarlierCaptures&) = delete;
 
   // The earlier capture of a payload whose digest is `payload_digest`
   // ("sha1:" + base32, as Sha1Digest gives it). NotFound when no earlier
@@ -662,8 +674,12 @@ class EarlierCaptures {
   [[nodiscard]] Result<RevisitOf> Find(std::string_view payload_digest) const;
 
   const Stats& stats() const { return stats_; }
-  size_t size() const { return slots_.size(); }
-  size_t memory_bytes() const { return slots_.capacity() * sizeof(Slot); }
+  size_t size() const { return size_; }
+  // The index's own heap (0 when it is mapped from the cache).
+  size_t memory_bytes() const { return owned_.capacity() * sizeof(Slot); }
+  // The bytes mapped from the cache, shared with the other processes that
+  // map it (0 when the index is in memory).
+  size_t mapped_bytes() const { return map_bytes_; }
 
  private:
   struct Slot {
@@ -677,9 +693,18 @@ class EarlierCaptures {
   };
   EarlierCaptures() = default;
   Status LoadFile(const std::string& cdxj, const std::string& warc_dir);
+  void SortOwned();
+  // The cache (earlier.cc): the fingerprint of the files it indexes, and
+  // the index written to and mapped from it.
+  Status WriteCache(const std::string& path, uint64_t fingerprint) const;
+  bool MapCache(const std::string& path, uint64_t fingerprint);
 
   std::vector<File> files_;
-  std::vector<Slot> slots_;  // sorted by sha1
+  std::vector<Slot> owned_;      // sorted by sha1, when held in memory
+  const Slot* slots_ = nullptr;  // sorted by sha1: owned_ or the mapping
+  size_t size_ = 0;
+  void* map_ = nullptr;
+  size_t map_bytes_ = 0;
   Stats stats_;
 };
 

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <thread>
 #include <vector>
@@ -426,6 +427,77 @@ TEST(EarlierCaptures, Issue17_BadLinesAreCountedAndAMissingSourceIsAnError) {
   EXPECT_EQ(missing.status().code(), Status::Code::kNotFound);
   EXPECT_NE(missing.status().message().find(dir.path() + "/nowhere"),
             std::string::npos);
+}
+
+// The node's workers share one index: the first builds the cache file,
+// the others map it and find the same captures; a changed source, or a
+// damaged cache, is rebuilt from the CDXJ files, never trusted.
+TEST(EarlierCaptures, Issue17_TheCacheIsSharedAndRebuiltWhenASourceChanges) {
+  TempDir dir;
+  Original first = FirstCrawl(dir.path() + "/crawl1");
+  const std::string cache = dir.path() + "/data/dedupe/earlier.idx";
+  auto built = EarlierCaptures::Load({dir.path() + "/crawl1"}, cache);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  EXPECT_GT((*built)->mapped_bytes(), 0u);
+  EXPECT_EQ((*built)->memory_bytes(), 0u);
+  auto mapped = EarlierCaptures::Load({dir.path() + "/crawl1"}, cache);
+  ASSERT_TRUE(mapped.ok());
+  EXPECT_EQ((*mapped)->size(), 1u);
+  EXPECT_EQ((*mapped)->stats().files, 1u);
+  EXPECT_EQ((*mapped)->stats().lines, 1u);
+  auto of = (*mapped)->Find(Sha1Digest("hello"));
+  ASSERT_TRUE(of.ok()) << of.status().ToString();
+  EXPECT_EQ(of->record_id, first.ex.response.record_id);
+
+  // The earlier crawl's index grew (another capture): the cache is stale.
+  const std::string cdxj =
+      first.options.index_dir + "/" + first.ex.response.file + ".cdxj";
+  {
+    std::ofstream out(cdxj, std::ios::app);
+    out << "not a cdxj line\n";
+  }
+  auto again = EarlierCaptures::Load({dir.path() + "/crawl1"}, cache);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->stats().lines, 2u);
+  EXPECT_EQ((*again)->stats().malformed, 1u);
+  EXPECT_NE((*again)->stats().first_malformed.find(cdxj + ":2: "),
+            std::string::npos);
+  EXPECT_TRUE((*again)->Find(Sha1Digest("hello")).ok());
+
+  // Damage at every byte of the header and a cut file: rebuilt, same
+  // answers.
+  std::string image;
+  {
+    std::ifstream in(cache, std::ios::binary);
+    image.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_GT(image.size(), 64u);
+  for (size_t at : {size_t{0}, size_t{9}, size_t{16}, size_t{24}, size_t{40},
+                    size_t{48}, image.size() - 1}) {
+    std::string bad = image;
+    bad[at] = static_cast<char>(bad[at] ^ 0x5a);
+    {
+      std::ofstream out(cache, std::ios::binary | std::ios::trunc);
+      out << bad;
+    }
+    auto e = EarlierCaptures::Load({dir.path() + "/crawl1"}, cache);
+    ASSERT_TRUE(e.ok()) << at;
+    EXPECT_EQ((*e)->size(), 1u) << at;
+    EXPECT_TRUE((*e)->Find(Sha1Digest("hello")).ok()) << at;
+  }
+  {
+    std::ofstream out(cache, std::ios::binary | std::ios::trunc);
+    out << image.substr(0, image.size() - 8);
+  }
+  auto cut = EarlierCaptures::Load({dir.path() + "/crawl1"}, cache);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_TRUE((*cut)->Find(Sha1Digest("hello")).ok());
+  // A cache that cannot be written: the index is held in memory.
+  auto unwritable = EarlierCaptures::Load({dir.path() + "/crawl1"},
+                                          cdxj + "/not-a-dir/earlier.idx");
+  ASSERT_TRUE(unwritable.ok()) << unwritable.status().ToString();
+  EXPECT_EQ((*unwritable)->mapped_bytes(), 0u);
+  EXPECT_TRUE((*unwritable)->Find(Sha1Digest("hello")).ok());
 }
 
 // A line that no longer describes its record (the WARC was replaced) is
