@@ -19,6 +19,7 @@
 #include "frontier/frontier.h"
 #include "frontier/ip_gate.h"
 #include "frontier/ip_slots.h"
+#include "recrawl/recrawl.h"
 #include "store/store.h"
 #include "url/url.h"
 
@@ -51,6 +52,8 @@ ClaimStore ClaimStoreOf(const conf::Config& c);
 // crawl's Redis and key prefix, the bounds.
 dedupe::Options ClaimOptions(const conf::Config& c);
 CrawlPath::Options PathOptions(const conf::Config& c);
+// [recrawl] as the schedule's options (sanitized).
+recrawl::Options RecrawlOptions(const conf::Config& c);
 
 }  // namespace crawld::daemon
 

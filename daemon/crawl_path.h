@@ -73,6 +73,7 @@
 #include "daemon/recorder.h"
 #include "frontier/frontier.h"
 #include "frontier/ip_gate.h"
+#include "recrawl/recrawl.h"
 #include "sitemap/sitemap.h"
 #include "store/store.h"
 #include "url/url.h"
@@ -168,6 +169,11 @@ class CrawlPath {
     bool sitemaps_probe = false;
     size_t sitemaps_per_host = 100;
     sitemap::Options sitemap;
+    // Recrawl (Parts::schedule set): while new URLs wait, due URLs are at
+    // most this share of the frontier's queue (0..1], and never more than
+    // recrawl_max_queued at once (count).
+    double recrawl_share = 0.5;
+    size_t recrawl_max_queued = 1000;
   };
 
   // What the path needs, none of it owned. `router` is null with one
@@ -186,6 +192,8 @@ class CrawlPath {
     Documents* documents = nullptr;
     store::WarcWriter* warc = nullptr;
     SeenTest* seen = nullptr;
+    // The recrawl schedule (crawl_path_recrawl.cc); null: one pass.
+    recrawl::Schedule* schedule = nullptr;
     Router* router = nullptr;
     CrawlStats* stats = nullptr;
     EventLog* log = nullptr;
@@ -235,8 +243,13 @@ class CrawlPath {
   // at the IP gate, holding no connection.
   [[nodiscard]] size_t active() const { return jobs_.size(); }
   [[nodiscard]] size_t ip_waiting() const { return ip_gate_->waiting(); }
-  // Nothing in flight and nothing the frontier could schedule.
-  [[nodiscard]] bool Idle() const { return jobs_.empty() && frontier_->Idle(); }
+  // Nothing in flight, nothing the frontier could schedule, and (recrawl)
+  // nothing scheduled to come back.
+  [[nodiscard]] bool Idle() const {
+    return jobs_.empty() && frontier_->Idle() && !Scheduled();
+  }
+  // Recrawl: URLs are scheduled for another visit (the crawl goes on).
+  [[nodiscard]] bool Scheduled() const { return next_due_us_ != INT64_MAX; }
   // Runs `then` when no record write is in progress (at once, or after the
   // current one): the checkpoint reads and syncs the store's writer there.
   void WhenStoreIdle(std::function<void()> then) {
@@ -283,6 +296,20 @@ class CrawlPath {
   void EnterSitemap(Job* from, std::string_view url, frontier::ItemKind kind,
                     std::string_view sitemap_of);
   void CountSitemap(Job* job, const sitemap::Report& report);
+  // Recrawl (crawl_path_recrawl.cc): due URLs back into the frontier
+  // (step 7 again, within the share); at dispatch, the capture a revisit
+  // refers to (false: a copy already revisited, dropped); the validators
+  // on the request; a 304 sorted; the next visit planned once recorded.
+  void ReleaseDue();
+  bool FindCapture(const frontier::Frontier::Ready& ready,
+                   std::optional<recrawl::Capture>* capture);
+  void AddValidators(Job* job, fetcher::Request* request);
+  void OnNotModified(Job* job);
+  void Reschedule(Job* job);
+  // What the recorder may write instead of a response (recorder.h).
+  RecrawlWrite RecrawlWriteOf(Job* job);
+  // The loop's time of the next due URL; INT64_MAX: none.
+  [[nodiscard]] int64_t NextDueMonotonicUs(int64_t now) const;
 
   // Job lifecycle.
   Job* NewJob(bool robots, std::string host_key, std::string url);
@@ -309,6 +336,10 @@ class CrawlPath {
   std::unique_ptr<ProcessorRegistry> replay_parsers_;  // made at first use
   // Sitemaps entered per host key (sitemaps_per_host); for this run.
   std::unordered_map<std::string, size_t> sitemaps_entered_;
+  // Recrawl: the earliest due time on disk (wall clock; INT64_MAX: none)
+  // and the released URLs not dispatched yet (count, approximate).
+  int64_t next_due_us_ = INT64_MAX;
+  size_t recrawl_queued_ = 0;
 };
 
 }  // namespace crawld::daemon
