@@ -1642,6 +1642,45 @@ TEST(WorkerRecrawl, Issue17_AnUnchanged200IsARevisitEvenWithoutDedupe) {
   EXPECT_EQ(metadata, 3);
 }
 
+// The schedule is on disk: a worker started again on the same data
+// directory (nothing seeded, nothing queued) revisits the page when it is
+// due, conditionally, and the 304 refers to the record of the first run.
+TEST(WorkerRecrawl, Issue17_TheScheduleAndValidatorsSurviveARestart) {
+  const std::string dir = TempDir();
+  int64_t stopped_at = 0;
+  std::string first_id;
+  {
+    World w(RecrawlCfg(), dir);
+    w.KeepDir();
+    w.web.pages["http://a.test/"] = Validated("<p>still</p>", "\"v1\"");
+    w.Seed("http://a.test/");
+    w.Run(10 * kS);  // the first capture, not yet due again
+    ASSERT_EQ(w.web.Count("http://a.test/"), 1);
+    stopped_at = w.clock.now;
+    for (auto& r : RecordFields(dir, "http://a.test/")) {
+      if (r["type"] == "response") first_id = r["WARC-Record-ID"];
+    }
+  }
+  ASSERT_FALSE(first_id.empty());
+  World w(RecrawlCfg(), dir);
+  w.clock.now = stopped_at;  // the wall clock goes on
+  w.web.pages["http://a.test/"] = Validated("<p>still</p>", "\"v1\"");
+  w.Run(30 * kS);
+  std::vector<Hit> page;
+  for (const Hit& h : w.web.hits) {
+    if (h.url == "http://a.test/") page.push_back(h);
+  }
+  ASSERT_EQ(page.size(), 1u);  // due 20 s after the first capture
+  EXPECT_TRUE(HasHeader(page[0], "If-None-Match: \"v1\""));
+  int revisits = 0;
+  for (auto& r : RecordFields(dir, "http://a.test/")) {
+    if (r["type"] != "revisit") continue;
+    ++revisits;
+    EXPECT_EQ(r["WARC-Refers-To"], first_id);
+  }
+  EXPECT_EQ(revisits, 1);
+}
+
 // The default configuration is a one pass: nothing is scheduled, no
 // validators are sent, and the crawl ends when the frontier is empty.
 TEST(WorkerRecrawl, Issue17_OffByDefaultOnePassAsBefore) {
