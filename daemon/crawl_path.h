@@ -340,6 +340,8 @@ class CrawlPath {
   // and the released URLs not dispatched yet (count, approximate).
   int64_t next_due_us_ = INT64_MAX;
   size_t recrawl_queued_ = 0;
+  // Due URLs wait for room in the frontier: no wake-up for them.
+  bool release_blocked_ = false;
 };
 
 }  // namespace crawld::daemon

@@ -38,6 +38,7 @@ void CrawlPath::ReleaseDue() {
   if (schedule == nullptr) return;
   const int64_t wall = parts_.clock->WallUs();
   if (wall < next_due_us_) return;
+  release_blocked_ = false;
   // New URLs are never starved: while some wait, released revisits make up
   // at most `recrawl_share` of the queue (each host's queue is FIFO, so
   // that is about their share of the fetches too).
@@ -54,8 +55,14 @@ void CrawlPath::ReleaseDue() {
         std::max<size_t>(1, static_cast<size_t>(options_.recrawl_share *
                                                 static_cast<double>(queued))));
   }
-  if (recrawl_queued_ >= limit) return;
-  size_t room = limit - recrawl_queued_;
+  if (recrawl_queued_ >= limit) {
+    // Full: the waker must not fire at once for due URLs that cannot go
+    // in (the loop would spin). A dispatch or a new URL frees room and
+    // ends in a Pump(); a look a second later covers a count gone stale.
+    release_blocked_ = true;
+    return;
+  }
+  const size_t room = limit - recrawl_queued_;
   std::vector<std::pair<uint64_t, recrawl::Capture>> due;
   Status st = schedule->ForEachDue(wall, [&](uint64_t fp, recrawl::Capture c) {
     due.emplace_back(fp, std::move(c));
@@ -97,10 +104,15 @@ void CrawlPath::ReleaseDue() {
   auto next = schedule->NextDueUs();
   next_due_us_ = next.ok() && next->has_value() ? **next : INT64_MAX;
   if (!next.ok()) next_due_us_ = wall + 1'000'000;  // try again in a second
+  // More due than there was room for: wait for room, as above. (Due URLs
+  // that went nowhere, their host moved, were leased: the next look makes
+  // progress, so it need not wait.)
+  if (next_due_us_ <= wall && recrawl_queued_ > 0) release_blocked_ = true;
 }
 
 int64_t CrawlPath::NextDueMonotonicUs(int64_t now) const {
   if (next_due_us_ == INT64_MAX) return INT64_MAX;
+  if (release_blocked_) return now + 1'000'000;
   const int64_t wait = next_due_us_ - parts_.clock->WallUs();
   return wait <= 0 ? now : now + wait;
 }

@@ -1681,6 +1681,44 @@ TEST(WorkerRecrawl, Issue17_TheScheduleAndValidatorsSurviveARestart) {
   EXPECT_EQ(revisits, 1);
 }
 
+// New URLs are not starved by a pile of due revisits: at most
+// recrawl.max_queued of them are in the frontier at once, so a new link a
+// revisit finds waits behind those few, not behind everything due.
+TEST(WorkerRecrawl, Issue17_NewUrlsWaitBehindAtMostMaxQueuedRevisits) {
+  conf::Config c = RecrawlCfg();
+  c.recrawl.max_queued = 2;
+  World w(c);
+  std::string links;
+  for (int i = 0; i < 10; ++i) {
+    const std::string p = "/p" + std::to_string(i);
+    links += "<a href=" + p + ">x</a>";
+    w.web.pages["http://a.test" + p] = Validated("page " + p, "\"" + p + "\"");
+  }
+  w.web.pages["http://a.test/"] = Validated(links, "\"r1\"");
+  w.Seed("http://a.test/");
+  w.Run(15 * kS);                     // the first pass, nothing due yet
+  ASSERT_EQ(w.web.hits.size(), 12u);  // robots.txt, /, p0..p9
+  // Paused past the first interval: every page is due at once.
+  w.accepting = false;
+  w.clock.now += 30 * kS;
+  w.web.pages["http://a.test/"] =
+      Validated(links + "<a href=/new>new</a>", "\"r2\"");
+  w.web.pages["http://a.test/new"] = Html("new");
+  w.accepting = true;
+  w.Run(10 * kS);
+  size_t root = 0, fresh = 0;
+  for (size_t i = 12; i < w.web.hits.size(); ++i) {
+    if (w.web.hits[i].url == "http://a.test/" && root == 0) root = i;
+    if (w.web.hits[i].url == "http://a.test/new") fresh = i;
+  }
+  ASSERT_GT(root, 0u);
+  ASSERT_GT(fresh, root);
+  // Behind the at most two revisits queued when it was found (the root's
+  // own slot among them), not behind the ten that were due.
+  EXPECT_LE(fresh - root, 3u);
+  EXPECT_EQ(w.web.Count("http://a.test/p9"), 2);  // and they all come
+}
+
 // The default configuration is a one pass: nothing is scheduled, no
 // validators are sent, and the crawl ends when the frontier is empty.
 TEST(WorkerRecrawl, Issue17_OffByDefaultOnePassAsBefore) {
