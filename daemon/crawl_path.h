@@ -39,6 +39,10 @@
 // robots.txt (after step 12 of the robots.txt job) or from an index's
 // children, read at step 13 by sitemap::Reader with the protocol's scope;
 // its entries are its links (crawl_path_sitemaps.cc).
+// A continuous crawl ([recrawl], Parts::schedule) adds four steps, in
+// crawl_path_recrawl.cc: due URLs back into the frontier before step 8,
+// the URL's last capture at step 9, its validators at step 12 (a 304 is a
+// revisit of that capture), and its next visit once step 14 wrote it.
 // Steps 15-16 run right after 13, before 14 ends: the next page of a site
 // does not wait for this one's records, which queue behind other writes.
 // A job (a page or a robots.txt fetch) carries an explicit Stage, changed

@@ -24,6 +24,7 @@
 #ifndef CRAWLD_RECRAWL_RECRAWL_H_
 #define CRAWLD_RECRAWL_RECRAWL_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
