@@ -600,6 +600,45 @@ constexpr Key kKeys[] = {
             "workers map and share; a source that is missing stops the "
             "start."),
 
+    // [recrawl]
+    BoolKey(CRAWLD_CONF_FIELD(recrawl, enabled),
+            "A continuous crawl: crawld does not stop when its frontier is "
+            "empty; every fetched URL is due again after an adaptive "
+            "interval and refetched with If-None-Match / If-Modified-Since "
+            "(a 304 is written as a server-not-modified revisit). Its "
+            "schedule is on disk in <data>/worker-<id>/recrawl "
+            "(docs/OPERATIONS.md, \"A continuous crawl\"). false = one "
+            "pass, as before."),
+    FloatKey(CRAWLD_CONF_FIELD(recrawl, initial_interval_s), 0.001, 1e9,
+             "Seconds (simulated, see time_scale) from a URL's first "
+             "capture to its first revisit; clamped to the bounds below."),
+    FloatKey(CRAWLD_CONF_FIELD(recrawl, min_interval_s), 0.001, 1e9,
+             "Shortest interval between two visits of a URL (simulated "
+             "seconds), however often it changes."),
+    FloatKey(CRAWLD_CONF_FIELD(recrawl, max_interval_s), 0.001, 1e9,
+             "Longest interval between two visits of a URL (simulated "
+             "seconds), however long it stays the same; raised to "
+             "min_interval_s if below it."),
+    FloatKey(CRAWLD_CONF_FIELD(recrawl, shrink), 0.01, 1,
+             "Factor on a URL's interval after a visit that found it "
+             "changed (another payload digest)."),
+    FloatKey(CRAWLD_CONF_FIELD(recrawl, grow), 1, 100,
+             "Factor on a URL's interval after a visit that found it "
+             "unchanged (a 304, or the same payload digest)."),
+    FloatKey(CRAWLD_CONF_FIELD(recrawl, time_scale), 0.001, 1e9,
+             "Simulated seconds per real second, for tests and simulations: "
+             "every interval above is divided by it (30240 runs a week in "
+             "20 s). 1 in production."),
+    FloatKey(CRAWLD_CONF_FIELD(recrawl, share), 0.01, 1,
+             "While new URLs wait in a worker's frontier, the revisits "
+             "moved into it are at most this share of its queue (each "
+             "host's queue is first in, first out: about this share of its "
+             "fetches); with none waiting, revisits take all, up to "
+             "max_queued."),
+    IntKey(CRAWLD_CONF_FIELD(recrawl, max_queued), 1, 10'000'000,
+           "Due URLs a worker moves from its schedule into its frontier at "
+           "once; the rest wait on disk, in due order."),
+
     // [traps]
     IntKey(CRAWLD_CONF_FIELD(traps, host_budget), 0, 1'000'000'000'000,
            "URLs queued per host over the crawl; later ones are dropped and "
@@ -726,9 +765,9 @@ constexpr Key kKeys[] = {
 #undef CRAWLD_CONF_FIELD
 
 constexpr std::string_view kTables[] = {
-    "crawl",      "url",     "fetch",   "parse",  "sitemaps", "politeness",
-    "dns",        "network", "store",   "dedupe", "traps",    "frontier",
-    "checkpoint", "admin",   "workers", "cluster"};
+    "crawl",    "url",        "fetch", "parse",   "sitemaps", "politeness",
+    "dns",      "network",    "store", "dedupe",  "recrawl",  "traps",
+    "frontier", "checkpoint", "admin", "workers", "cluster"};
 
 constexpr size_t kNumKeys = std::size(kKeys);
 

@@ -210,6 +210,23 @@ struct DedupeConfig {
   bool operator==(const DedupeConfig&) const = default;
 };
 
+// [recrawl]: a continuous crawl (docs/OPERATIONS.md, "A continuous
+// crawl"): every fetched URL is visited again on an adaptive schedule, with
+// conditional GET. Off by default: a one-pass crawl is exactly as before.
+struct RecrawlConfig {
+  bool enabled = false;
+  double initial_interval_s = 86400;  // first interval (simulated s)
+  double min_interval_s = 3600;       // bounds (simulated s)
+  double max_interval_s = 30 * 86400.0;
+  double shrink = 0.5;        // interval factor after a change, (0, 1]
+  double grow = 1.5;          // interval factor when unchanged, >= 1
+  double time_scale = 1;      // simulated seconds per real second
+  double share = 0.5;         // of fetches, while new URLs wait (0..1)
+  int64_t max_queued = 1000;  // due URLs in the frontier at once (count)
+
+  bool operator==(const RecrawlConfig&) const = default;
+};
+
 // [traps]: heuristics against endless URL spaces (besides AOPIC credit).
 struct TrapsConfig {
   uint64_t host_budget = 100000;  // URLs queued per host; 0 = unlimited
@@ -288,6 +305,7 @@ struct Config {
   NetworkConfig network;
   StoreConfig store;
   DedupeConfig dedupe;
+  RecrawlConfig recrawl;
   TrapsConfig traps;
   FrontierConfig frontier;
   CheckpointConfig checkpoint;

@@ -192,6 +192,17 @@ dedupe::Options ClaimOptions(const conf::Config& c) {
   return o;
 }
 
+recrawl::Options RecrawlOptions(const conf::Config& c) {
+  recrawl::Options o;
+  o.initial_interval_s = c.recrawl.initial_interval_s;
+  o.min_interval_s = c.recrawl.min_interval_s;
+  o.max_interval_s = c.recrawl.max_interval_s;
+  o.shrink = c.recrawl.shrink;
+  o.grow = c.recrawl.grow;
+  o.time_scale = c.recrawl.time_scale;
+  return recrawl::Sanitize(o);
+}
+
 CrawlPath::Options PathOptions(const conf::Config& c) {
   CrawlPath::Options o;
   o.max_connections = static_cast<size_t>(c.fetch.max_connections);
@@ -219,6 +230,8 @@ CrawlPath::Options PathOptions(const conf::Config& c) {
   o.sitemaps_per_host = static_cast<size_t>(c.sitemaps.max_per_host);
   o.sitemap.max_urls = static_cast<size_t>(c.sitemaps.max_urls);
   o.sitemap.max_uncompressed_bytes = static_cast<size_t>(c.sitemaps.max_bytes);
+  o.recrawl_share = c.recrawl.share;
+  o.recrawl_max_queued = static_cast<size_t>(c.recrawl.max_queued);
   // Text only where something uses it: SimHash, conversion records.
   o.parser.extract_text =
       c.store.near_duplicate_bits > 0 || c.store.conversion_records;

@@ -20,6 +20,7 @@
 #include "frontier/frontier.h"
 #include "frontier/ip_gate.h"
 #include "frontier/ip_slots.h"
+#include "recrawl/recrawl.h"
 #include "store/store.h"
 #include "url/url.h"
 
@@ -54,6 +55,8 @@ dedupe::Options ClaimOptions(const conf::Config& c);
 CrawlPath::Options PathOptions(const conf::Config& c);
 // The web console on an admin API: the worker's own and the supervisor's.
 console::Options ConsoleOptions(const conf::AdminConfig& admin);
+// [recrawl] as the schedule's options (sanitized).
+recrawl::Options RecrawlOptions(const conf::Config& c);
 
 }  // namespace crawld::daemon
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,13 @@ struct CrawlPath::Job {
   size_t next_link = 0;
   double link_share = 0;
   std::function<void(Job*)> after_links;  // once the last slice is in
+  // Recrawl: the URL's last capture (a revisit), whether the request was
+  // conditional, the revisit a 304 is written as, what was recorded.
+  std::optional<recrawl::Capture> capture;
+  bool conditional = false;
+  std::optional<store::RevisitOf> not_modified_of;
+  std::optional<store::RevisitOf> unchanged_of;
+  RecordedPayload recorded;
 };
 
 }  // namespace crawld::daemon

@@ -41,7 +41,13 @@ CrawlPath::CrawlPath(const Options& options, const Parts& parts)
       ip_gate_(parts.ip_gate),
       hosts_(parts.hosts),
       stats_(parts.stats),
-      log_(parts.log) {}
+      log_(parts.log) {
+  if (parts_.schedule != nullptr) {
+    // Due at once, if anything is scheduled: ReleaseDue reads the real time.
+    auto next = parts_.schedule->NextDueUs();
+    next_due_us_ = !next.ok() || next->has_value() ? 0 : INT64_MAX;
+  }
+}
 
 CrawlPath::~CrawlPath() = default;
 
@@ -167,6 +173,7 @@ void CrawlPath::Pump() {
             stats_->pages + jobs_.size() >= options_.max_pages);
   };
   auto accepting = [this] { return !parts_.accepting || parts_.accepting(); };
+  if (accepting()) ReleaseDue();
   while (accepting() && !saturated()) {
     auto ready = frontier_->Pop(now);
     if (!ready) break;
@@ -177,7 +184,9 @@ void CrawlPath::Pump() {
 }
 
 void CrawlPath::ArmWaker(int64_t now, bool may_start) {
-  int64_t next = may_start ? frontier_->NextReadyUs() : INT64_MAX;
+  int64_t next =
+      may_start ? std::min(frontier_->NextReadyUs(), NextDueMonotonicUs(now))
+                : INT64_MAX;
   // A waiter at the IP gate becomes due on its own clock.
   next = std::min(next, ip_gate_->RunReady(now));
   parts_.waker->WakeAt(next);
@@ -218,7 +227,13 @@ void CrawlPath::Dispatch(frontier::Frontier::Ready ready) {
     frontier_->Release(ready.host_key);
     return;
   }
+  std::optional<recrawl::Capture> capture;
+  if (parts_.schedule != nullptr && !FindCapture(ready, &capture)) {
+    frontier_->Release(ready.host_key);  // a copy already revisited
+    return;
+  }
   Job* job = NewJob(false, std::move(ready.host_key), ready.item.url);
+  job->capture = std::move(capture);
   job->item = std::move(ready.item);
   Resolve(job);
 }
@@ -304,6 +319,7 @@ void CrawlPath::Fetch(Job* job, const std::string& ip) {
   // page may still bring it back, for one handshake.
   const std::optional<frontier::HostInfo> host = frontier_->Host(job->host_key);
   req.keep_alive = host.has_value() && host->queued > 0;
+  if (job->capture.has_value()) AddValidators(job, &req);
   parts_.fetch->Submit(std::move(req), [this, job](fetcher::Response&& r) {
     OnFetched(job, std::move(r));
   });
@@ -378,7 +394,9 @@ void CrawlPath::OnPageFetched(Job* job) {
     Process(job);
     return;
   }
-  if (status >= 300 && status < 400) {
+  if (status == 304 && parts_.schedule != nullptr) {
+    OnNotModified(job);  // a revisit of the last capture, or a lie counted
+  } else if (status >= 300 && status < 400) {
     FollowRedirect(job);  // before the record, as links (OnProcessed)
     Pump();
   }
@@ -439,14 +457,17 @@ void CrawlPath::OnProcessed(Job* job) {
 
 void CrawlPath::Record(Job* job, std::function<void(Job*)> then) {
   SetStage(job, Stage::kRecording);
-  recorder_.Submit(job->url, job->response, job->task.get(),
-                   [this, job, then = std::move(then)](Status s) {
-                     if (s.ok()) {
-                       then(job);
-                     } else {
-                       StoreFailed(job, s);
-                     }
-                   });
+  recorder_.Submit(
+      job->url, job->response, job->task.get(),
+      [this, job, then = std::move(then)](Status s) {
+        if (s.ok()) {
+          if (parts_.schedule != nullptr && !job->robots) Reschedule(job);
+          then(job);
+        } else {
+          StoreFailed(job, s);
+        }
+      },
+      RecrawlWriteOf(job));
 }
 
 // --- 15. credit, 16. links --------------------------------------------------

@@ -39,6 +39,10 @@
 // robots.txt (after step 12 of the robots.txt job) or from an index's
 // children, read at step 13 by sitemap::Reader with the protocol's scope;
 // its entries are its links (crawl_path_sitemaps.cc).
+// A continuous crawl ([recrawl], Parts::schedule) adds four steps, in
+// crawl_path_recrawl.cc: due URLs back into the frontier before step 8,
+// the URL's last capture at step 9, its validators at step 12 (a 304 is a
+// revisit of that capture), and its next visit once step 14 wrote it.
 // Steps 15-16 run right after 13, before 14 ends: the next page of a site
 // does not wait for this one's records, which queue behind other writes.
 // A job (a page or a robots.txt fetch) carries an explicit Stage, changed
@@ -74,6 +78,7 @@
 #include "daemon/recorder.h"
 #include "frontier/frontier.h"
 #include "frontier/ip_gate.h"
+#include "recrawl/recrawl.h"
 #include "sitemap/sitemap.h"
 #include "store/store.h"
 #include "url/url.h"
@@ -169,6 +174,11 @@ class CrawlPath {
     bool sitemaps_probe = false;
     size_t sitemaps_per_host = 100;
     sitemap::Options sitemap;
+    // Recrawl (Parts::schedule set): while new URLs wait, due URLs are at
+    // most this share of the frontier's queue (0..1], and never more than
+    // recrawl_max_queued at once (count).
+    double recrawl_share = 0.5;
+    size_t recrawl_max_queued = 1000;
   };
 
   // What the path needs, none of it owned. `router` is null with one
@@ -187,6 +197,8 @@ class CrawlPath {
     Documents* documents = nullptr;
     store::WarcWriter* warc = nullptr;
     SeenTest* seen = nullptr;
+    // The recrawl schedule (crawl_path_recrawl.cc); null: one pass.
+    recrawl::Schedule* schedule = nullptr;
     Router* router = nullptr;
     CrawlStats* stats = nullptr;
     EventLog* log = nullptr;
@@ -239,8 +251,13 @@ class CrawlPath {
   // at the IP gate, holding no connection.
   [[nodiscard]] size_t active() const { return jobs_.size(); }
   [[nodiscard]] size_t ip_waiting() const { return ip_gate_->waiting(); }
-  // Nothing in flight and nothing the frontier could schedule.
-  [[nodiscard]] bool Idle() const { return jobs_.empty() && frontier_->Idle(); }
+  // Nothing in flight, nothing the frontier could schedule, and (recrawl)
+  // nothing scheduled to come back.
+  [[nodiscard]] bool Idle() const {
+    return jobs_.empty() && frontier_->Idle() && !Scheduled();
+  }
+  // Recrawl: URLs are scheduled for another visit (the crawl goes on).
+  [[nodiscard]] bool Scheduled() const { return next_due_us_ != INT64_MAX; }
   // Runs `then` when no record write is in progress (at once, or after the
   // current one): the checkpoint reads and syncs the store's writer there.
   void WhenStoreIdle(std::function<void()> then) {
@@ -287,6 +304,20 @@ class CrawlPath {
   void EnterSitemap(Job* from, std::string_view url, frontier::ItemKind kind,
                     std::string_view sitemap_of);
   void CountSitemap(Job* job, const sitemap::Report& report);
+  // Recrawl (crawl_path_recrawl.cc): due URLs back into the frontier
+  // (step 7 again, within the share); at dispatch, the capture a revisit
+  // refers to (false: a copy already revisited, dropped); the validators
+  // on the request; a 304 sorted; the next visit planned once recorded.
+  void ReleaseDue();
+  bool FindCapture(const frontier::Frontier::Ready& ready,
+                   std::optional<recrawl::Capture>* capture);
+  void AddValidators(Job* job, fetcher::Request* request);
+  void OnNotModified(Job* job);
+  void Reschedule(Job* job);
+  // What the recorder may write instead of a response (recorder.h).
+  RecrawlWrite RecrawlWriteOf(Job* job);
+  // The loop's time of the next due URL; INT64_MAX: none.
+  [[nodiscard]] int64_t NextDueMonotonicUs(int64_t now) const;
 
   // Job lifecycle.
   Job* NewJob(bool robots, std::string host_key, std::string url);
@@ -313,6 +344,12 @@ class CrawlPath {
   std::unique_ptr<ProcessorRegistry> replay_parsers_;  // made at first use
   // Sitemaps entered per host key (sitemaps_per_host); for this run.
   std::unordered_map<std::string, size_t> sitemaps_entered_;
+  // Recrawl: the earliest due time on disk (wall clock; INT64_MAX: none)
+  // and the released URLs not dispatched yet (count, approximate).
+  int64_t next_due_us_ = INT64_MAX;
+  size_t recrawl_queued_ = 0;
+  // Due URLs wait for room in the frontier: no wake-up for them.
+  bool release_blocked_ = false;
 };
 
 }  // namespace crawld::daemon

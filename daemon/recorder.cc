@@ -1,5 +1,7 @@
 #include "daemon/recorder.h"
 
+#include "base/time.h"
+
 namespace crawld::daemon {
 
 namespace {
@@ -31,6 +33,7 @@ struct Recorder::Write {
   const fetcher::Response* response = nullptr;
   const PageTask* task = nullptr;
   std::function<void(Status)> done;
+  RecrawlWrite recrawl;
   // Decided on the loop.
   store::FetchRecord rec;
   store::PageMetadata meta;
@@ -66,12 +69,14 @@ Recorder::Recorder(const Options& options, store::WarcWriter* warc,
 Recorder::~Recorder() = default;
 
 void Recorder::Submit(const std::string& url, const fetcher::Response& r,
-                      const PageTask* task, std::function<void(Status)> done) {
+                      const PageTask* task, std::function<void(Status)> done,
+                      const RecrawlWrite& recrawl) {
   auto w = std::make_unique<Write>();
   w->url = url;
   w->response = &r;
   w->task = task;
   w->done = std::move(done);
+  w->recrawl = recrawl;
   queue_.push_back(std::move(w));
   if (!busy_ && !holding_) StartNext();
 }
@@ -186,6 +191,10 @@ void Recorder::Decide(Write& w) {
 // On a pool thread: touches only `w` and the writer.
 void Recorder::Execute(Write& w, store::WarcWriter* warc) {
   std::string response_id;
+  if (WriteRecrawlRevisit(w, warc, &response_id)) {
+    if (w.status.ok()) WritePageRecords(w, warc, response_id);
+    return;
+  }
   if (w.earlier != nullptr) {
     Result<store::RevisitOf> of = w.earlier->EarlierOf(*w.response);
     if (of.ok()) {
@@ -209,6 +218,12 @@ void Recorder::Execute(Write& w, store::WarcWriter* warc) {
     }
     response_id = written->revisit.record_id;
     w.response_written = true;
+    if (w.recrawl.out != nullptr) {
+      w.recrawl.out->payload_digest = w.doc->earlier->payload_digest;
+      w.recrawl.out->record_id = w.doc->earlier->record_id;
+      w.recrawl.out->record_uri = w.doc->earlier->target_uri;
+      w.recrawl.out->record_date = w.doc->earlier->date;
+    }
   } else if (w.revisit) {
     const dedupe::DocumentClaim& o = w.doc->original;
     auto written = warc->WriteRevisit(w.rec, o.record_id, o.target_uri,
@@ -219,6 +234,12 @@ void Recorder::Execute(Write& w, store::WarcWriter* warc) {
     }
     response_id = written->record_id;
     w.response_written = true;
+    if (w.recrawl.out != nullptr) {
+      w.recrawl.out->payload_digest = w.doc->payload_digest;
+      w.recrawl.out->record_id = o.record_id;
+      w.recrawl.out->record_uri = o.target_uri;
+      w.recrawl.out->record_date = Iso8601Micros(o.time_us);
+    }
   } else {
     w.exchange = warc->WriteExchange(w.rec);
     if (!w.exchange->ok()) {
@@ -227,7 +248,18 @@ void Recorder::Execute(Write& w, store::WarcWriter* warc) {
     }
     response_id = (*w.exchange)->response.record_id;
     w.response_written = true;
+    if (w.recrawl.out != nullptr) {
+      w.recrawl.out->payload_digest = (*w.exchange)->payload_digest;
+      w.recrawl.out->record_id = response_id;
+      w.recrawl.out->record_uri = w.url;
+      w.recrawl.out->record_date = Iso8601Micros(w.rec.fetch_time_us);
+    }
   }
+  WritePageRecords(w, warc, response_id);
+}
+
+void Recorder::WritePageRecords(Write& w, store::WarcWriter* warc,
+                                const std::string& response_id) {
   if (!w.parsed) return;
   if (w.write_metadata) {
     auto written = warc->WriteMetadata(w.url, response_id, w.wall_us,
@@ -243,6 +275,50 @@ void Recorder::Execute(Write& w, store::WarcWriter* warc) {
         warc->WriteConversion(w.url, response_id, w.wall_us, w.task->page.text);
     if (!conv.ok()) w.status = conv.status();
   }
+}
+
+bool Recorder::WriteRecrawlRevisit(Write& w, store::WarcWriter* warc,
+                                   std::string* response_id) {
+  const RecrawlWrite& rw = w.recrawl;
+  const store::RevisitOf* of = rw.not_modified_of;
+  if (of == nullptr && rw.unchanged_of != nullptr && !w.revisit &&
+      !w.response->truncated &&
+      (w.doc == nullptr || w.doc->kind == DocumentVerdict::Kind::kUnchecked ||
+       w.doc->kind == DocumentVerdict::Kind::kUnclaimed)) {
+    // No claim names this body, so no claim is left pending by not
+    // writing it. Equal SHA-1s: the same payload as the last capture.
+    std::optional<std::string_view> view = w.response->body.MemoryView();
+    Result<std::string> bytes =
+        view.has_value() ? Result<std::string>(std::string())
+                         : w.response->body.ReadPrefix(
+                               static_cast<size_t>(w.response->body.size()));
+    if (bytes.ok() &&
+        store::Sha1Digest(view.has_value() ? *view
+                                           : std::string_view(*bytes)) ==
+            rw.unchanged_of->payload_digest) {
+      of = rw.unchanged_of;
+    }
+  }
+  if (of == nullptr) return false;
+  // A 304's head is the revisit's block (a body it sent anyway is not
+  // kept: a 304 has none, RFC 9110 15.4.5); an unchanged 2xx's head too,
+  // its payload being the capture's (WARC-Truncated: length).
+  auto written = warc->WriteRevisit(w.rec, *of);
+  if (!written.ok()) {
+    w.status = written.status();
+    return true;
+  }
+  w.revisit = true;
+  w.response_written = true;
+  *response_id = written->revisit.record_id;
+  if (rw.out != nullptr) {
+    rw.out->payload_digest = of->payload_digest;
+    rw.out->record_id = of->record_id;
+    rw.out->record_uri = of->target_uri;
+    rw.out->record_date = of->date;
+    rw.out->not_modified = of == rw.not_modified_of;
+  }
+  return true;
 }
 
 void Recorder::Complete(Write& w) {

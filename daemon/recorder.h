@@ -34,6 +34,33 @@
 
 namespace crawld::daemon {
 
+// What a fetch's records came to, for the recrawl schedule
+// (daemon/crawl_path_recrawl.cc): the payload's digest and the record that
+// holds the payload in full (the response just written, or the original a
+// revisit refers to). Empty fields: nothing of the kind was written.
+struct RecordedPayload {
+  std::string payload_digest;  // "sha1:<BASE32>"
+  std::string record_id;       // "<urn:uuid:...>"
+  std::string record_uri;      // its WARC-Target-URI
+  std::string record_date;     // its WARC-Date
+  bool not_modified = false;   // a 304 written as a revisit (WARC 6.7.3)
+};
+
+// Recrawl (issue 17): what the URL's last capture lets the recorder write
+// instead of a response, and where to say what was written. Nothing owned;
+// all must live until the write's `done` runs.
+struct RecrawlWrite {
+  // A 304 to a conditional request: a server-not-modified revisit (WARC
+  // 1.1 section 6.7.3) of this capture.
+  const store::RevisitOf* not_modified_of = nullptr;
+  // A complete 2xx whose payload digest is this capture's: an
+  // identical-payload-digest revisit of it (6.7.2), when document dedupe
+  // made no claim for the body (dedupe.documents = "off", a full table).
+  const store::RevisitOf* unchanged_of = nullptr;
+  // Filled before `done` runs.
+  RecordedPayload* out = nullptr;
+};
+
 // Used on the worker's loop; the store's writer is touched by one write at
 // a time, on a pool thread, and by the loop only through WhenIdle().
 class Recorder {
@@ -54,8 +81,10 @@ class Recorder {
   // verdict, or null (not a 2xx page). `response` and `task` must live until
   // `done` runs. After a disk error (IOError) nothing more is written: later
   // fetches are given the same error, so their pages go back to their queues.
+  // `recrawl`: the revisits a continuous crawl writes instead (above).
   void Submit(const std::string& url, const fetcher::Response& response,
-              const PageTask* task, std::function<void(Status)> done);
+              const PageTask* task, std::function<void(Status)> done,
+              const RecrawlWrite& recrawl = {});
 
   // Runs `then` on the loop at once when no write is in progress, else
   // after the current one and before the next: the checkpoint reads the
@@ -75,6 +104,15 @@ class Recorder {
   void Decide(Write& w);
   static void Execute(Write& w, store::WarcWriter* warc);
   void Complete(Write& w);
+  // Off the loop: the revisit of the capture a 304 or an unchanged 2xx
+  // stands for, when there is one (true: w.status says how it went, and
+  // *response_id names the revisit).
+  static bool WriteRecrawlRevisit(Write& w, store::WarcWriter* warc,
+                                  std::string* response_id);
+  // Off the loop: a parsed page's metadata and conversion records, after
+  // its response or revisit `response_id`.
+  static void WritePageRecords(Write& w, store::WarcWriter* warc,
+                               const std::string& response_id);
 
   Options options_;
   store::WarcWriter* warc_;

@@ -386,7 +386,8 @@ void Worker::Impl::RequestStop(const std::string& reason) {
 
 void Worker::Impl::MaybeFinish() {
   if (finished_ || path_->active() > 0) return;
-  if (!stopping_ && !frontier_->Idle()) return;
+  // path_->Idle(): the frontier, and (recrawl) nothing scheduled.
+  if (!stopping_ && !path_->Idle()) return;
   // With a supervisor, an empty frontier is not the end: other workers may
   // still send URLs. The supervisor says stop when all are idle.
   if (!stopping_ && options_.control_fd >= 0) return;

@@ -139,6 +139,8 @@ class Worker::Impl final : public WorkerControl {
   std::unique_ptr<conf::Overrides> overrides_;
   std::unique_ptr<checkpoint::Store> state_;
   std::unique_ptr<dedupe::UrlSeenStore> seen_store_;
+  // [recrawl] enabled: the schedule (<wdir>/recrawl); else null.
+  std::unique_ptr<recrawl::Schedule> schedule_;
   std::unique_ptr<dedupe::SeenSet> seen_memory_;
   std::unique_ptr<WorkerSeen> seen_;
   std::unique_ptr<frontier::Frontier> frontier_;

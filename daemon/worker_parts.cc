@@ -99,6 +99,14 @@ Status Worker::Impl::OpenFrontier(const std::string& wdir) {
   }
   seen_ = std::make_unique<WorkerSeen>(seen_memory_.get(), seen_store_.get(),
                                        &stats_, &log_);
+  if (config_.recrawl.enabled) {
+    // Resumed with the rest of the crawl's state, or started afresh.
+    if (!resumed_) std::filesystem::remove_all(wdir + "/recrawl", ec);
+    auto schedule =
+        recrawl::Schedule::Open(wdir + "/recrawl", RecrawlOptions(config_));
+    if (!schedule.ok()) return schedule.status();
+    schedule_ = std::move(schedule).value();
+  }
   return Status::Ok();
 }
 
@@ -233,6 +241,7 @@ void Worker::Impl::BuildPath() {
   pp.documents = documents_.get();
   pp.warc = warc_.get();
   pp.seen = seen_.get();
+  pp.schedule = schedule_.get();
   pp.router = peers_.get();
   pp.stats = &stats_;
   pp.log = &log_;

@@ -501,6 +501,78 @@ class Behaviours(unittest.TestCase):
         self.assertIn(b"\x00", self.get(4, "/f/lie.html")[2])
 
 
+class Validators(unittest.TestCase):
+    """Profile keys change_ms and etag_per_request (docs/WEBFARM.md,
+    "Changing pages and validators"): ETag and Last-Modified, real 304s,
+    pages that change on a schedule and pages that never do."""
+
+    CHANGE_MS = 1000
+
+    @classmethod
+    def setUpClass(cls):
+        cls.farm = Webfarm({"seed": 5, "hosts": 2, "pages": 4,
+                            "profile": [{"hosts": [0],
+                                         "change_ms": cls.CHANGE_MS},
+                                        {"hosts": [1],
+                                         "etag_per_request": True}]},
+                           max_seconds=60)
+        cls.farm.__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.farm.__exit__(None, None, None)
+
+    def get(self, host, path, **kw):
+        return fetch(self.farm, f"h{host}.farm.test", path, **kw)
+
+    def test_a_static_page_answers_304_to_its_validators(self):
+        st, hd, body = self.get(0, "/p/1.html")
+        self.assertEqual(st, 200)
+        etag, lm = hd["etag"], hd["last-modified"]
+        for cond in ({"If-None-Match": etag}, {"If-None-Match": "W/" + etag},
+                     {"If-None-Match": '"x", ' + etag},
+                     {"If-Modified-Since": lm}):
+            st, hd2, body2 = self.get(0, "/p/1.html", headers=cond)
+            self.assertEqual((st, body2), (304, b""), cond)
+            self.assertEqual(hd2["etag"], etag)
+            self.assertNotIn("content-length", hd2)
+        # If-None-Match decides when present, even with a fresh date.
+        st, _, body2 = self.get(0, "/p/1.html", headers={
+            "If-None-Match": '"other"', "If-Modified-Since": lm})
+        self.assertEqual((st, body2), (200, body))
+        st, _, _ = self.get(0, "/p/1.html", headers={
+            "If-Modified-Since": "Thu, 01 Jan 1970 00:00:00 GMT"})
+        self.assertEqual(st, 200)
+        # The request log names the validators and the answer.
+        reqs = self.farm.wait_requests(lambda rs: any(
+            r["path"] == "/p/1.html" and r["status"] == 304 for r in rs))
+        log = [r for r in reqs if r["path"] == "/p/1.html"
+               and r["host"] == "h0.farm.test"]
+        self.assertTrue(any(r.get("if_none_match") == etag and
+                            r["status"] == 304 for r in log), log)
+        self.assertTrue(all(r.get("etag") == etag for r in log), log)
+
+    def test_an_even_page_changes_every_change_ms(self):
+        _, hd, body = self.get(0, "/p/2.html")
+        time.sleep(self.CHANGE_MS * 1.2 / 1000)
+        st, hd2, body2 = self.get(0, "/p/2.html",
+                                  headers={"If-None-Match": hd["etag"]})
+        self.assertEqual(st, 200)
+        self.assertNotEqual(hd2["etag"], hd["etag"])
+        self.assertNotEqual(body2, body)
+        _, hd3, body3 = self.get(0, "/p/3.html")
+        time.sleep(self.CHANGE_MS * 1.2 / 1000)
+        _, hd4, body4 = self.get(0, "/p/3.html")
+        self.assertEqual((hd4["etag"], body4), (hd3["etag"], body3))
+
+    def test_a_lying_host_sends_a_new_etag_every_time(self):
+        _, hd, body = self.get(1, "/p/1.html")
+        st, hd2, body2 = self.get(1, "/p/1.html",
+                                  headers={"If-None-Match": hd["etag"]})
+        self.assertEqual((st, body2), (200, body))
+        self.assertNotEqual(hd2["etag"], hd["etag"])
+
+
 class LinkFarm(unittest.TestCase):
     """The link-farm profile (docs/bench/linkfarm.md, "The webfarm's link
     farm"): dense, closed, endless spam hosts reached by one link; none of

@@ -332,6 +332,8 @@ Status ApplyProfileKey(const std::string& file, std::string_view key,
   if (key == "link_farm") return set_bool(&p->link_farm);
   if (key == "sitemap") return set_bool(&p->sitemap);
   if (key == "sitemap_pages") return set_int(&p->sitemap_pages, 1, 100000);
+  if (key == "change_ms") return set_int(&p->change_ms, 0, 86400000);
+  if (key == "etag_per_request") return set_bool(&p->etag_per_request);
   if (key == "link_farm_links") return set_int(&p->link_farm_links, 1, 1000);
   if (key == "link_farm_entry") {
     return set_int(&p->link_farm_entry, 0, 10000000 - 1);
@@ -1089,7 +1091,8 @@ void Site::RenderPage(int host, const Route& r, Response* out) const {
                    : "</p>\n</body></html>\n";
 }
 
-void Site::Respond(int host, const Route& r, int count, Response* out) {
+void Site::Respond(int host, const Route& r, int count, Response* out,
+                   int64_t now_us) {
   const Profile& p = config_.profiles[host];
   *out = Response{};
   auto text = [out](int status, std::string_view type, std::string body) {
@@ -1232,8 +1235,86 @@ void Site::Respond(int host, const Route& r, int count, Response* out) {
     default:
       RenderPage(host, r, out);
       if (SendsXRobotsTag(host, r)) out->x_robots_tag = p.x_robots_tag;
+      if (r.kind == Kind::kPage && (p.change_ms > 0 || p.etag_per_request)) {
+        AddVersion(host, r, count, now_us, out);
+      }
       return;
   }
+}
+
+namespace {
+
+std::string ImfFixdate(int64_t unix_s) {
+  const time_t t = static_cast<time_t>(unix_s);
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  return buf;
+}
+
+// An IMF-fixdate (the only form crawld sends back) as Unix seconds; -1 when
+// it is not one.
+int64_t ParseImfFixdate(std::string_view s) {
+  struct tm tm {};
+  const std::string str(s);
+  const char* end = strptime(str.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  if (end == nullptr || *end != '\0') return -1;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+}  // namespace
+
+// The even pages of a change_ms host are at version now / change_ms, the
+// odd ones at version 0 forever; the version is in the body, the ETag and
+// Last-Modified. etag_per_request: the body stays, the ETag counts requests.
+void Site::AddVersion(int host, const Route& r, int count, int64_t now_us,
+                      Response* out) const {
+  const Profile& p = config_.profiles[host];
+  // Version 0 of every page was last modified at this fixed time.
+  constexpr int64_t kBornS = 1'767'225'600;  // 2026-01-01T00:00:00Z
+  int64_t version = 0;
+  int64_t modified_s = kBornS;
+  if (p.change_ms > 0 && r.a % 2 == 0) {
+    const int64_t now_ms = now_us / 1000;
+    version = now_ms / p.change_ms;
+    modified_s = version * p.change_ms / 1000;
+  }
+  out->body += "<!-- version " + std::to_string(version) + " -->\n";
+  out->etag = "\"" + std::to_string(r.a) + "-" + std::to_string(version);
+  if (p.etag_per_request) out->etag += "-r" + std::to_string(count);
+  out->etag += "\"";
+  out->last_modified_s = modified_s;
+  out->last_modified = ImfFixdate(modified_s);
+}
+
+bool Site::NotModified(std::string_view inm, std::string_view ims,
+                       Response* out) {
+  if (out->status != 200 || out->etag.empty()) return false;
+  bool fresh = false;
+  if (!inm.empty()) {
+    // Weak comparison (13.1.2): W/ prefixes do not count.
+    auto opaque = [](std::string_view t) {
+      if (t.substr(0, 2) == "W/") t.remove_prefix(2);
+      return t;
+    };
+    while (!inm.empty() && !fresh) {
+      const size_t comma = inm.find(',');
+      std::string_view tag = inm.substr(0, comma);
+      while (!tag.empty() && tag.front() == ' ') tag.remove_prefix(1);
+      while (!tag.empty() && tag.back() == ' ') tag.remove_suffix(1);
+      fresh = tag == "*" || opaque(tag) == opaque(out->etag);
+      inm = comma == std::string_view::npos ? "" : inm.substr(comma + 1);
+    }
+  } else if (!ims.empty()) {
+    const int64_t since = ParseImfFixdate(ims);
+    fresh = since >= 0 && since >= out->last_modified_s;
+  }
+  if (!fresh) return false;
+  out->status = 304;
+  out->body.clear();
+  out->x_robots_tag = {};
+  return true;
 }
 
 bool Site::SendsXRobotsTag(int host, const Route& r) const {

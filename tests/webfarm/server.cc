@@ -39,6 +39,8 @@ std::string_view Reason(int status) {
       return "OK";
     case 301:
       return "Moved Permanently";
+    case 304:
+      return "Not Modified";
     case 400:
       return "Bad Request";
     case 404:
@@ -136,6 +138,7 @@ struct Conn {
   bool head_sent = false;
   int host = -1;
   std::string host_name, method, target, ua;
+  std::string if_none_match, if_modified_since;  // conditional requests
   int64_t start_us = 0;
   Response resp;
   int64_t body_queued = 0;  // body bytes handed to uv_write
@@ -210,6 +213,19 @@ void LogExchange(Conn* c, bool aborted) {
   AppendInt(&b, static_cast<int64_t>(c->id));
   b += ",\"ua\":";
   JsonString(&b, c->ua);
+  // Conditional requests and their validators (docs/WEBFARM.md).
+  if (!c->if_none_match.empty()) {
+    b += ",\"if_none_match\":";
+    JsonString(&b, c->if_none_match);
+  }
+  if (!c->if_modified_since.empty()) {
+    b += ",\"if_modified_since\":";
+    JsonString(&b, c->if_modified_since);
+  }
+  if (!c->resp.etag.empty()) {
+    b += ",\"etag\":";
+    JsonString(&b, c->resp.etag);
+  }
   if (aborted) b += ",\"aborted\":true";
   b += "}\n";
 }
@@ -364,9 +380,18 @@ void SendHead(Conn* c) {
     h += r.content_type;
     h += "\r\n";
   }
-  h += "Content-Length: ";
-  AppendInt(&h, r.length());
-  h += "\r\n";
+  if (r.status != 304) {  // RFC 9110 8.6: a 304 need not say the length
+    h += "Content-Length: ";
+    AppendInt(&h, r.length());
+    h += "\r\n";
+  }
+  if (!r.etag.empty()) {
+    h += "ETag: ";
+    h += r.etag;
+    h += "\r\nLast-Modified: ";
+    h += r.last_modified;
+    h += "\r\n";
+  }
   if (r.gzip) h += "Content-Encoding: gzip\r\n";
   if (!r.location.empty()) {
     h += "Location: ";
@@ -491,6 +516,8 @@ void ProcessInput(Conn* c) {
     c->method.clear();
     c->target.clear();
     c->ua.clear();
+    c->if_none_match.clear();
+    c->if_modified_since.clear();
     c->head_only = false;
     size_t end = c->in.find("\r\n\r\n");
     if (end == std::string::npos) {
@@ -549,6 +576,10 @@ void ProcessInput(Conn* c) {
         host_value = value;
       } else if (IEquals(name, "user-agent")) {
         c->ua = std::string(value);
+      } else if (IEquals(name, "if-none-match")) {
+        c->if_none_match = std::string(value);
+      } else if (IEquals(name, "if-modified-since")) {
+        c->if_modified_since = std::string(value);
       } else if (IEquals(name, "connection")) {
         std::string_view rest = value;
         while (!rest.empty()) {
@@ -625,12 +656,14 @@ void ProcessInput(Conn* c) {
       int count = 1;
       // Only the responses that change with repetition are counted, so
       // the map stays small on big farms.
+      const Profile& prof = s->site->config().profiles[*h];
       if (r.kind == Kind::kError ||
-          (r.kind == Kind::kRobots &&
-           s->site->config().profiles[*h].robots == Robots::kFlaky)) {
+          (r.kind == Kind::kRobots && prof.robots == Robots::kFlaky) ||
+          (r.kind == Kind::kPage && prof.etag_per_request)) {
         count = ++s->error_counts[host + " " + c->target];
       }
-      s->site->Respond(*h, r, count, &c->resp);
+      s->site->Respond(*h, r, count, &c->resp, NowMicros());
+      Site::NotModified(c->if_none_match, c->if_modified_since, &c->resp);
     }
     Respond(c);
   }

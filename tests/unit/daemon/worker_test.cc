@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -33,6 +34,7 @@
 #include "dedupe/dedupe.h"
 #include "frontier/frontier.h"
 #include "frontier/ip_gate.h"
+#include "recrawl/recrawl.h"
 #include "store/store.h"
 #include "url/url.h"
 
@@ -96,6 +98,7 @@ struct Hit {
   std::string ip;
   int64_t start_us = 0;
   int64_t end_us = 0;
+  std::vector<std::string> headers;  // the request's extra headers
 };
 
 // DNS and HTTP of a scripted web. Unknown URLs answer 404; unknown hosts
@@ -112,6 +115,12 @@ class FakeWeb final : public FetchPort, public ResolvePort {
   int max_in_flight = 0;
   std::map<std::string, int> in_flight_by_ip;
   std::map<std::string, int> max_in_flight_by_ip;
+  // Called before a page is answered, e.g. to change it on every request.
+  std::function<void(const std::string& url, Page* page)> before_answer;
+  // A page with an ETag header answers a request whose If-None-Match
+  // names it with a 304 (RFC 9110 13.1.2), as a server that keeps
+  // validators does.
+  bool honor_validators = true;
 
   void Resolve(const std::string& host,
                std::function<void(Result<dns::Answer>)> done) override {
@@ -128,6 +137,11 @@ class FakeWeb final : public FetchPort, public ResolvePort {
     if (size_t p = key.find(":80/"); p != std::string::npos) key.erase(p, 3);
     auto it = pages.find(key);
     Page page = it != pages.end() ? it->second : Page{404, {}, "", 5 * kMs};
+    if (before_answer && it != pages.end()) {
+      before_answer(key, &it->second);
+      page = it->second;
+    }
+    if (honor_validators) NotModified(req, &page);
     ++in_flight;
     max_in_flight = std::max(max_in_flight, in_flight);
     max_in_flight_by_ip[req.ip] =
@@ -138,7 +152,7 @@ class FakeWeb final : public FetchPort, public ResolvePort {
       // The crawler names robots.txt by its host key (with the port).
       std::string url = req.url;
       if (size_t p = url.find(":80/"); p != std::string::npos) url.erase(p, 3);
-      hits.push_back({url, req.ip, start, clock_->now});
+      hits.push_back({url, req.ip, start, clock_->now, req.extra_headers});
       fetcher::Response r;
       r.start_us = clock_->WallUs();
       r.end_us = r.start_us;
@@ -171,6 +185,21 @@ class FakeWeb final : public FetchPort, public ResolvePort {
   }
   void Shutdown() override {}
   uint64_t connections_opened() const override { return 0; }
+
+  static void NotModified(const fetcher::Request& req, Page* page) {
+    std::string etag;
+    for (const auto& [k, v] : page->headers) {
+      if (k == "ETag") etag = v;
+    }
+    if (etag.empty() || page->status != 200) return;
+    for (const std::string& h : req.extra_headers) {
+      if (h == "If-None-Match: " + etag) {
+        page->status = 304;
+        page->headers = {{"ETag", etag}};
+        page->body.clear();
+      }
+    }
+  }
 
   std::vector<Hit> HitsOf(std::string_view prefix) const {
     std::vector<Hit> out;
@@ -275,7 +304,13 @@ class World {
               .value();
     }
     seen_ = std::make_unique<SeenAdapter>(seen_store_.get());
+    if (config_.recrawl.enabled) {
+      schedule_ =
+          recrawl::Schedule::Open(dir_ + "/recrawl", RecrawlOptions(config_))
+              .value();
+    }
     CrawlPath::Parts p;
+    p.schedule = schedule_.get();
     p.clock = &clock;
     p.fetch = &web;
     p.resolve = &web;
@@ -466,6 +501,7 @@ class World {
   std::unique_ptr<checkpoint::Store> state_;
   std::unique_ptr<dedupe::UrlSeenStore> seen_store_;
   std::unique_ptr<SeenAdapter> seen_;
+  std::unique_ptr<recrawl::Schedule> schedule_;
 };
 
 conf::Config Cfg() {
@@ -1379,6 +1415,320 @@ TEST(WorkerRecovery, ReplayFollowsLinksOfRecordsAfterTheCheckpoint) {
     // Recorded before the crash: not fetched again.
     EXPECT_LE(fetched[url], 1) << url << " fetched twice";
   }
+}
+
+}  // namespace
+}  // namespace crawld::daemon
+
+// --- Issue 17: recrawl and conditional GET
+// ------------------------------------------------------------
+
+namespace crawld::daemon {
+namespace {
+
+// A continuous crawl on the fake clock: one simulated day a fake second
+// is not needed here; intervals are in fake seconds (time_scale 1).
+conf::Config RecrawlCfg() {
+  conf::Config c = Cfg();
+  c.recrawl.enabled = true;
+  c.recrawl.initial_interval_s = 20;
+  c.recrawl.min_interval_s = 5;
+  c.recrawl.max_interval_s = 160;
+  c.recrawl.shrink = 0.5;
+  c.recrawl.grow = 2;
+  c.recrawl.time_scale = 1;
+  return c;
+}
+
+Page Validated(std::string body, std::string etag) {
+  Page p = Html(std::move(body));
+  p.headers.emplace_back("ETag", std::move(etag));
+  p.headers.emplace_back("Last-Modified", "Wed, 21 Oct 2015 07:28:00 GMT");
+  return p;
+}
+
+bool HasHeader(const Hit& h, const std::string& line) {
+  return std::find(h.headers.begin(), h.headers.end(), line) != h.headers.end();
+}
+
+// Every record of `uri`, in order: type and the named WARC fields.
+std::vector<std::map<std::string, std::string>> RecordFields(
+    const std::string& dir, const std::string& uri) {
+  std::vector<std::map<std::string, std::string>> out;
+  std::vector<std::string> files;
+  for (const auto& f : std::filesystem::directory_iterator(dir + "/warc")) {
+    files.push_back(f.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  for (const std::string& file : files) {
+    auto reader = store::WarcReader::Open(file);
+    if (!reader.ok()) continue;
+    store::Record rec;
+    while (true) {
+      auto more = (*reader)->Next(&rec);
+      if (!more.ok() || !*more) break;
+      if (rec.Header("WARC-Target-URI") != uri) continue;
+      std::map<std::string, std::string> m;
+      m["type"] = rec.type();
+      for (const char* k : {"WARC-Record-ID", "WARC-Date", "WARC-Profile",
+                            "WARC-Refers-To", "WARC-Refers-To-Target-URI",
+                            "WARC-Refers-To-Date", "WARC-Payload-Digest"}) {
+        m[k] = std::string(rec.Header(k));
+      }
+      out.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+// Issue 17 Build 2: an unchanged page is revisited with its validators;
+// the 304 is a server-not-modified revisit (WARC 1.1 6.7.3) referring to
+// the first capture, and the interval grows.
+TEST(WorkerRecrawl, Issue17_AnUnchangedPageIsAsked304AndRecordedAsNotModified) {
+  World w(RecrawlCfg());
+  w.web.pages["http://a.test/"] = Validated("<p>still</p>", "\"v1\"");
+  w.Seed("http://a.test/");
+  w.Run(200 * kS);
+  const std::vector<Hit> hits = w.web.HitsOf("http://a.test/");
+  std::vector<Hit> page;
+  for (const Hit& h : hits) {
+    if (h.url == "http://a.test/") page.push_back(h);
+  }
+  // 0, 20, 60, 140: the interval doubles, 20 -> 40 -> 80.
+  ASSERT_EQ(page.size(), 4u);
+  EXPECT_FALSE(HasHeader(page[0], "If-None-Match: \"v1\""));
+  for (size_t i = 1; i < page.size(); ++i) {
+    EXPECT_TRUE(HasHeader(page[i], "If-None-Match: \"v1\"")) << i;
+    EXPECT_TRUE(
+        HasHeader(page[i], "If-Modified-Since: Wed, 21 Oct 2015 07:28:00 GMT"))
+        << i;
+  }
+  const int64_t g1 = page[2].start_us - page[1].start_us;
+  const int64_t g2 = page[3].start_us - page[2].start_us;
+  EXPECT_NEAR(static_cast<double>(g1), 40.0 * kS, 1.0 * kS);
+  EXPECT_NEAR(static_cast<double>(g2), 80.0 * kS, 1.0 * kS);
+  auto records = RecordFields(w.dir(), "http://a.test/");
+  std::vector<std::map<std::string, std::string>> main;
+  for (auto& r : records) {
+    if (r["type"] == "response" || r["type"] == "revisit") main.push_back(r);
+  }
+  ASSERT_EQ(main.size(), 4u);
+  EXPECT_EQ(main[0]["type"], "response");
+  for (size_t i = 1; i < main.size(); ++i) {
+    EXPECT_EQ(main[i]["type"], "revisit") << i;
+    EXPECT_EQ(main[i]["WARC-Profile"],
+              "http://netpreserve.org/warc/1.1/revisit/server-not-modified");
+    EXPECT_EQ(main[i]["WARC-Refers-To"], main[0]["WARC-Record-ID"]);
+    EXPECT_EQ(main[i]["WARC-Refers-To-Target-URI"], "http://a.test/");
+    EXPECT_EQ(main[i]["WARC-Refers-To-Date"], main[0]["WARC-Date"]);
+    EXPECT_EQ(main[i]["WARC-Payload-Digest"], main[0]["WARC-Payload-Digest"]);
+  }
+  EXPECT_EQ(w.stats.count("recrawl_not_modified"), 3u);
+  EXPECT_EQ(w.stats.count("recrawl_unchanged"), 3u);
+  EXPECT_EQ(w.stats.count("recrawl_changed"), 0u);
+  EXPECT_FALSE(w.path->Idle());  // the crawl goes on: it is scheduled
+}
+
+// A page that changes on every visit is revisited at the shortest interval
+// and each change is a response; an unchanged page beside it backs off.
+// Politeness holds for the revisits as for new URLs.
+TEST(WorkerRecrawl, Issue17_ChangingPagesComeBackMoreOftenThanStaticOnes) {
+  World w(RecrawlCfg());
+  w.web.pages["http://a.test/"] =
+      Validated("<a href=/c>c</a><a href=/s>s</a>", "\"root\"");
+  w.web.pages["http://a.test/c"] = Validated("version 0", "\"c0\"");
+  w.web.pages["http://a.test/s"] = Validated("static", "\"s\"");
+  int version = 0;
+  w.web.before_answer = [&](const std::string& url, Page* p) {
+    if (url != "http://a.test/c") return;
+    ++version;
+    *p = Validated("version " + std::to_string(version),
+                   "\"c" + std::to_string(version) + "\"");
+  };
+  w.Seed("http://a.test/");
+  w.Run(300 * kS);
+  const int changing = w.web.Count("http://a.test/c");
+  const int still = w.web.Count("http://a.test/s");
+  // /c: 20, then 10, then 5 s on (about 60 visits); /s: 20, 40, 80, 160.
+  EXPECT_GE(changing, 40);
+  EXPECT_LE(still, 5);
+  EXPECT_GT(changing, 5 * still);
+  int responses = 0;
+  for (auto& r : RecordFields(w.dir(), "http://a.test/c")) {
+    responses += r["type"] == "response";
+  }
+  EXPECT_EQ(responses, changing);
+  for (int64_t gap : Gaps(w.web.HitsOf("http://a.test/"))) {
+    EXPECT_GE(gap, 100 * kMs);
+  }
+}
+
+// Lying servers get a counted, harmless outcome: a 304 to a request with
+// no validators is recorded as what it is; an ETag that changes on every
+// request never matches, so each visit is a 200, written as an
+// identical-payload-digest revisit of the first capture.
+TEST(WorkerRecrawl, Issue17_LyingValidatorsAreCountedAndHarmless) {
+  World w(RecrawlCfg());
+  w.web.pages["http://a.test/"] =
+      Html("<a href=/liar>l</a><a href=/etag>e</a>");
+  w.web.pages["http://a.test/liar"] = Status(304);
+  w.web.pages["http://a.test/etag"] = Validated("same bytes", "\"e0\"");
+  int n = 0;
+  w.web.before_answer = [&](const std::string& url, Page* p) {
+    if (url == "http://a.test/etag") {
+      *p = Validated("same bytes", "\"e" + std::to_string(++n) + "\"");
+    }
+  };
+  w.Seed("http://a.test/");
+  w.Run(100 * kS);
+  EXPECT_GE(w.stats.count("recrawl_304_unconditional"), 2u);
+  EXPECT_EQ(w.stats.count("recrawl_not_modified"), 0u);
+  EXPECT_GE(w.stats.count("recrawl_validator_miss"), 2u);
+  auto etag = RecordFields(w.dir(), "http://a.test/etag");
+  int responses = 0, revisits = 0;
+  for (auto& r : etag) {
+    if (r["type"] == "response") ++responses;
+    if (r["type"] != "revisit") continue;
+    ++revisits;
+    EXPECT_EQ(r["WARC-Profile"],
+              "http://netpreserve.org/warc/1.1/revisit/"
+              "identical-payload-digest");
+  }
+  EXPECT_EQ(responses, 1);
+  EXPECT_GE(revisits, 2);
+  EXPECT_TRUE(w.fatal.empty());
+}
+
+// Without document dedupe (dedupe.documents = "off") an unchanged 200 is
+// still an identical-payload-digest revisit of the URL's last capture: the
+// schedule keeps its digest. A server without validators is asked
+// unconditionally.
+TEST(WorkerRecrawl, Issue17_AnUnchanged200IsARevisitEvenWithoutDedupe) {
+  conf::Config c = RecrawlCfg();
+  c.dedupe.documents = "off";
+  World w(c);
+  w.web.pages["http://a.test/"] = Html("<p>no validators</p>");
+  w.Seed("http://a.test/");
+  w.Run(100 * kS);
+  const std::vector<Hit> hits = w.web.HitsOf("http://a.test/");
+  int page = 0;
+  for (const Hit& h : hits) {
+    if (h.url != "http://a.test/") continue;
+    ++page;
+    EXPECT_TRUE(h.headers.empty()) << "nothing to be conditional on";
+  }
+  EXPECT_EQ(page, 3);  // 0, 20, 60
+  auto records = RecordFields(w.dir(), "http://a.test/");
+  std::string first_id;
+  int responses = 0, revisits = 0;
+  for (auto& r : records) {
+    if (r["type"] == "response") {
+      ++responses;
+      first_id = r["WARC-Record-ID"];
+    } else if (r["type"] == "revisit") {
+      ++revisits;
+      EXPECT_EQ(r["WARC-Refers-To"], first_id);
+      EXPECT_EQ(r["WARC-Profile"],
+                "http://netpreserve.org/warc/1.1/revisit/"
+                "identical-payload-digest");
+    }
+  }
+  EXPECT_EQ(responses, 1);
+  EXPECT_EQ(revisits, 2);
+  EXPECT_EQ(w.stats.count("recrawl_unchanged"), 2u);
+  // Each revisit still has its metadata record (recovery reads links there).
+  int metadata = 0;
+  for (auto& r : records) metadata += r["type"] == "metadata";
+  EXPECT_EQ(metadata, 3);
+}
+
+// The schedule is on disk: a worker started again on the same data
+// directory (nothing seeded, nothing queued) revisits the page when it is
+// due, conditionally, and the 304 refers to the record of the first run.
+TEST(WorkerRecrawl, Issue17_TheScheduleAndValidatorsSurviveARestart) {
+  const std::string dir = TempDir();
+  int64_t stopped_at = 0;
+  std::string first_id;
+  {
+    World w(RecrawlCfg(), dir);
+    w.KeepDir();
+    w.web.pages["http://a.test/"] = Validated("<p>still</p>", "\"v1\"");
+    w.Seed("http://a.test/");
+    w.Run(10 * kS);  // the first capture, not yet due again
+    ASSERT_EQ(w.web.Count("http://a.test/"), 1);
+    stopped_at = w.clock.now;
+    for (auto& r : RecordFields(dir, "http://a.test/")) {
+      if (r["type"] == "response") first_id = r["WARC-Record-ID"];
+    }
+  }
+  ASSERT_FALSE(first_id.empty());
+  World w(RecrawlCfg(), dir);
+  w.clock.now = stopped_at;  // the wall clock goes on
+  w.web.pages["http://a.test/"] = Validated("<p>still</p>", "\"v1\"");
+  w.Run(30 * kS);
+  std::vector<Hit> page;
+  for (const Hit& h : w.web.hits) {
+    if (h.url == "http://a.test/") page.push_back(h);
+  }
+  ASSERT_EQ(page.size(), 1u);  // due 20 s after the first capture
+  EXPECT_TRUE(HasHeader(page[0], "If-None-Match: \"v1\""));
+  int revisits = 0;
+  for (auto& r : RecordFields(dir, "http://a.test/")) {
+    if (r["type"] != "revisit") continue;
+    ++revisits;
+    EXPECT_EQ(r["WARC-Refers-To"], first_id);
+  }
+  EXPECT_EQ(revisits, 1);
+}
+
+// New URLs are not starved by a pile of due revisits: at most
+// recrawl.max_queued of them are in the frontier at once, so a new link a
+// revisit finds waits behind those few, not behind everything due.
+TEST(WorkerRecrawl, Issue17_NewUrlsWaitBehindAtMostMaxQueuedRevisits) {
+  conf::Config c = RecrawlCfg();
+  c.recrawl.max_queued = 2;
+  World w(c);
+  std::string links;
+  for (int i = 0; i < 10; ++i) {
+    const std::string p = "/p" + std::to_string(i);
+    links += "<a href=" + p + ">x</a>";
+    w.web.pages["http://a.test" + p] = Validated("page " + p, "\"" + p + "\"");
+  }
+  w.web.pages["http://a.test/"] = Validated(links, "\"r1\"");
+  w.Seed("http://a.test/");
+  w.Run(15 * kS);                     // the first pass, nothing due yet
+  ASSERT_EQ(w.web.hits.size(), 12u);  // robots.txt, /, p0..p9
+  // Paused past the first interval: every page is due at once.
+  w.accepting = false;
+  w.clock.now += 30 * kS;
+  w.web.pages["http://a.test/"] =
+      Validated(links + "<a href=/new>new</a>", "\"r2\"");
+  w.web.pages["http://a.test/new"] = Html("new");
+  w.accepting = true;
+  w.Run(10 * kS);
+  size_t root = 0, fresh = 0;
+  for (size_t i = 12; i < w.web.hits.size(); ++i) {
+    if (w.web.hits[i].url == "http://a.test/" && root == 0) root = i;
+    if (w.web.hits[i].url == "http://a.test/new") fresh = i;
+  }
+  ASSERT_GT(root, 0u);
+  ASSERT_GT(fresh, root);
+  // Behind the at most two revisits queued when it was found (the root's
+  // own slot among them), not behind the ten that were due.
+  EXPECT_LE(fresh - root, 3u);
+  EXPECT_EQ(w.web.Count("http://a.test/p9"), 2);  // and they all come
+}
+
+// The default configuration is a one pass: nothing is scheduled, no
+// validators are sent, and the crawl ends when the frontier is empty.
+TEST(WorkerRecrawl, Issue17_OffByDefaultOnePassAsBefore) {
+  World w(Cfg());
+  w.web.pages["http://a.test/"] = Validated("<p>once</p>", "\"v1\"");
+  w.Seed("http://a.test/");
+  w.Run(200 * kS);
+  EXPECT_EQ(w.web.Count("http://a.test/"), 1);
+  EXPECT_TRUE(w.path->Idle());
+  EXPECT_EQ(w.stats.count("recrawl_released"), 0u);
 }
 
 }  // namespace

@@ -1,0 +1,281 @@
+// The recrawl schedule in the way of one URL (issue 17; docs/OPERATIONS.md,
+// "A continuous crawl"). With [recrawl] enabled, every page recorded gets a
+// next visit in recrawl::Schedule (on disk). On its way:
+//
+//   7'. release      ReleaseDue()      due URLs back into their host's
+//                                      queue (step 7 without the seen
+//                                      test), within the share and the cap;
+//                                      the next visit leased one interval
+//                                      ahead, so a URL lost before it is
+//                                      fetched comes back, never twice
+//    9'. capture     FindCapture()     at dispatch, the URL's last capture:
+//                                      a revisit; a copy already revisited
+//                                      (a restart) is dropped
+//   12'. validators  AddValidators()   If-None-Match / If-Modified-Since
+//   12''. 304        OnNotModified()   a 304 to a conditional request is
+//                                      written as a server-not-modified
+//                                      revisit of the last capture; any
+//                                      other 304 is a lie, counted
+//   14'. reschedule  Reschedule()      once recorded: changed or not, the
+//                                      interval adapted, the next visit due
+//
+// Politeness is untouched: a revisit is a frontier item like any other and
+// waits for its host's slot and delay. Hosts another worker owns now (the
+// worker count changed) keep their schedule here and are not revisited
+// (counted: recrawl_moved); see docs/OPERATIONS.md.
+#include <algorithm>
+
+#include "base/time.h"
+#include "daemon/crawl_job.h"
+#include "daemon/crawl_path.h"
+
+namespace crawld::daemon {
+
+// --- 7'. release ------------------------------------------------------------
+
+void CrawlPath::ReleaseDue() {
+  recrawl::Schedule* schedule = parts_.schedule;
+  if (schedule == nullptr) return;
+  const int64_t wall = parts_.clock->WallUs();
+  if (wall < next_due_us_) return;
+  release_blocked_ = false;
+  // New URLs are never starved: while some wait, released revisits make up
+  // at most `recrawl_share` of the queue (each host's queue is FIFO, so
+  // that is about their share of the fetches too).
+  const size_t queued = frontier_->queued();
+  // A released URL dropped before its dispatch counted it (disallowed, a
+  // skip after recovery) is no longer queued: the count cannot exceed the
+  // queue, and so never blocks releases for good.
+  recrawl_queued_ = std::min(recrawl_queued_, queued);
+  const size_t fresh = queued > recrawl_queued_ ? queued - recrawl_queued_ : 0;
+  size_t limit = options_.recrawl_max_queued;
+  if (fresh > 0) {
+    limit = std::min(
+        limit,
+        std::max<size_t>(1, static_cast<size_t>(options_.recrawl_share *
+                                                static_cast<double>(queued))));
+  }
+  if (recrawl_queued_ >= limit) {
+    // Full: the waker must not fire at once for due URLs that cannot go
+    // in (the loop would spin). A dispatch or a new URL frees room and
+    // ends in a Pump(); a look a second later covers a count gone stale.
+    release_blocked_ = true;
+    return;
+  }
+  const size_t room = limit - recrawl_queued_;
+  std::vector<std::pair<uint64_t, recrawl::Capture>> due;
+  Status st = schedule->ForEachDue(wall, [&](uint64_t fp, recrawl::Capture c) {
+    due.emplace_back(fp, std::move(c));
+    return due.size() < room;
+  });
+  for (auto& [fp, c] : due) {
+    // The lease: due again one interval on, whatever happens to this copy
+    // (a kill before the frontier's next checkpoint, a network error).
+    c.due_us = wall + std::max<int64_t>(c.interval_us, 1);
+    if (Status put = schedule->Put(fp, c); !put.ok()) {
+      st = put;
+      break;
+    }
+    Router* router = parts_.router;
+    if (router != nullptr) {
+      auto u = url::Parse(c.url);
+      if (u.ok() && router->Owner(u->host()) != router->self()) {
+        stats_->Count("recrawl_moved");
+        continue;
+      }
+    }
+    frontier::Item item;
+    item.url = c.url;
+    item.fingerprint = fp;
+    item.depth = c.depth;
+    item.seed_host = c.seed_host;
+    if (frontier_->TryPush(c.host_key, std::move(item)).ok()) {
+      ++recrawl_queued_;
+      stats_->Count("recrawl_released");
+    } else {
+      stats_->Count("recrawl_refused");
+    }
+  }
+  if (!st.ok()) {
+    stats_->Count("recrawl_store_error");
+    log_->Write(Level::kError, "recrawl_store_error",
+                {{"error", st.ToString()}});
+  }
+  auto next = schedule->NextDueUs();
+  next_due_us_ = next.ok() && next->has_value() ? **next : INT64_MAX;
+  if (!next.ok()) next_due_us_ = wall + 1'000'000;  // try again in a second
+  // More due than there was room for: wait for room, as above. (Due URLs
+  // that went nowhere, their host moved, were leased: the next look makes
+  // progress, so it need not wait.)
+  if (next_due_us_ <= wall && recrawl_queued_ > 0) release_blocked_ = true;
+}
+
+int64_t CrawlPath::NextDueMonotonicUs(int64_t now) const {
+  if (next_due_us_ == INT64_MAX) return INT64_MAX;
+  if (release_blocked_) return now + 1'000'000;
+  const int64_t wait = next_due_us_ - parts_.clock->WallUs();
+  return wait <= 0 ? now : now + wait;
+}
+
+// --- 9'. capture ------------------------------------------------------------
+
+bool CrawlPath::FindCapture(const frontier::Frontier::Ready& ready,
+                            std::optional<recrawl::Capture>* capture) {
+  if (ready.item.kind != frontier::ItemKind::kPage) return true;
+  auto found = parts_.schedule->Get(ready.item.fingerprint);
+  if (!found.ok()) {
+    // Fetched without validators: a full response, nothing lost.
+    stats_->Count("recrawl_store_error");
+    log_->Write(
+        Level::kError, "recrawl_store_error",
+        {{"url", ready.item.url}, {"error", found.status().ToString()}});
+    return true;
+  }
+  if (!found->has_value()) return true;  // a new URL
+  if (recrawl_queued_ > 0) --recrawl_queued_;
+  const recrawl::Capture& c = **found;
+  // A second copy of a revisit (released before a kill and again after
+  // it, or queued in flight and re-queued): visited within half the
+  // shortest interval, so not again. Retries are not copies.
+  const int64_t fresh_us =
+      recrawl::NextIntervalUs(parts_.schedule->options(), 1, true) / 2;
+  if (ready.item.retries == 0 &&
+      parts_.clock->WallUs() - c.fetched_us < fresh_us) {
+    stats_->Count("recrawl_duplicate_skips");
+    return false;
+  }
+  *capture = std::move(**found);
+  stats_->Count("recrawl_visits");
+  return true;
+}
+
+// --- 12'. validators --------------------------------------------------------
+
+void CrawlPath::AddValidators(Job* job, fetcher::Request* req) {
+  const recrawl::Capture& c = *job->capture;
+  // Only with a record to refer to: a 304 must become a revisit of it.
+  if (c.record_id.empty()) return;
+  // RFC 9110 13.1.3: a server evaluates If-None-Match first and ignores
+  // If-Modified-Since when both are present; sending both serves servers
+  // that know only one.
+  if (!c.etag.empty()) req->extra_headers.push_back("If-None-Match: " + c.etag);
+  if (!c.last_modified.empty()) {
+    req->extra_headers.push_back("If-Modified-Since: " + c.last_modified);
+  }
+  job->conditional = !c.etag.empty() || !c.last_modified.empty();
+}
+
+// --- 12''. 304 --------------------------------------------------------------
+
+void CrawlPath::OnNotModified(Job* job) {
+  const fetcher::Response& r = job->response;
+  if (!job->conditional) {
+    // A 304 to a request with no validators (RFC 9110 15.4.5 allows it
+    // only for a conditional request): nothing to refer to. Recorded as
+    // the response it is; the schedule counts it as unchanged.
+    stats_->Count("recrawl_304_unconditional");
+    log_->Write(Level::kWarn, "recrawl_304_unconditional", {{"url", job->url}});
+    return;
+  }
+  if (r.body.size() > 0) {
+    // A 304 has no content (RFC 9110 15.4.5); what came is not kept.
+    stats_->Count("recrawl_304_body");
+  }
+  const recrawl::Capture& c = *job->capture;
+  store::RevisitOf of;
+  of.profile = store::RevisitProfile::kServerNotModified;
+  of.record_id = c.record_id;
+  of.target_uri = c.record_uri.empty() ? c.url : c.record_uri;
+  of.date = c.record_date;
+  of.payload_digest = c.payload_digest;
+  job->not_modified_of = std::move(of);
+  stats_->Count("recrawl_not_modified");
+}
+
+RecrawlWrite CrawlPath::RecrawlWriteOf(Job* job) {
+  RecrawlWrite rw;
+  if (parts_.schedule == nullptr) return rw;
+  rw.out = &job->recorded;
+  if (job->not_modified_of.has_value()) {
+    rw.not_modified_of = &*job->not_modified_of;
+    return rw;
+  }
+  const int status = job->response.status_code;
+  if (job->capture.has_value() && status >= 200 && status < 300 &&
+      !job->capture->record_id.empty() &&
+      !job->capture->payload_digest.empty()) {
+    const recrawl::Capture& c = *job->capture;
+    store::RevisitOf of;
+    of.profile = store::RevisitProfile::kIdenticalPayloadDigest;
+    of.record_id = c.record_id;
+    of.target_uri = c.record_uri.empty() ? c.url : c.record_uri;
+    of.date = c.record_date;
+    of.payload_digest = c.payload_digest;
+    job->unchanged_of = std::move(of);
+    rw.unchanged_of = &*job->unchanged_of;
+  }
+  return rw;
+}
+
+// --- 14'. reschedule --------------------------------------------------------
+
+void CrawlPath::Reschedule(Job* job) {
+  const fetcher::Response& r = job->response;
+  const int status = r.status_code;
+  // Sitemaps are read when robots.txt names them, not revisited as pages;
+  // a retry (429, 503, 5xx) is in its queue and rescheduled when it ends.
+  if (job->item.kind != frontier::ItemKind::kPage || status == 0 ||
+      status == 429 || status >= 500) {
+    return;
+  }
+  const bool first = !job->capture.has_value();
+  recrawl::Capture c = first ? recrawl::Capture{} : *job->capture;
+  const RecordedPayload& p = job->recorded;
+  bool changed = false;
+  if (status >= 200 && status < 300 && !p.payload_digest.empty()) {
+    changed = !first && p.payload_digest != c.payload_digest;
+    if (!first && !changed && job->conditional) {
+      // Validators that never match the same bytes (an ETag per request):
+      // a full response each time, written as an identical-payload revisit.
+      stats_->Count("recrawl_validator_miss");
+    }
+    c.payload_digest = p.payload_digest;
+    c.record_id = p.record_id;
+    c.record_uri = p.record_uri;
+    c.record_date = p.record_date;
+    c.etag = r.Header("ETag");
+    c.last_modified = r.Header("Last-Modified");
+  } else if (p.not_modified) {
+    // RFC 9110 15.4.5: a 304 sends the validators the 200 would have.
+    if (std::string etag = r.Header("ETag"); !etag.empty()) c.etag = etag;
+  } else if (status != 304) {
+    // Not a page now (a redirect, a 4xx): revisited without validators.
+    c.etag.clear();
+    c.last_modified.clear();
+  }
+  const int64_t wall = parts_.clock->WallUs();
+  c.url = job->item.url;
+  c.host_key = job->host_key;
+  c.seed_host = job->item.seed_host;
+  c.depth = job->item.depth;
+  c.interval_us = recrawl::NextIntervalUs(parts_.schedule->options(),
+                                          first ? 0 : c.interval_us, changed);
+  c.fetched_us = wall;
+  c.due_us = wall + c.interval_us;
+  ++c.visits;
+  if (changed) ++c.changes;
+  if (!first) stats_->Count(changed ? "recrawl_changed" : "recrawl_unchanged");
+  if (Status st = parts_.schedule->Put(job->item.fingerprint, c); !st.ok()) {
+    stats_->Count("recrawl_store_error");
+    log_->Write(Level::kError, "recrawl_store_error",
+                {{"url", job->url}, {"error", st.ToString()}});
+    return;
+  }
+  next_due_us_ = std::min(next_due_us_, c.due_us);
+  log_->Write(Level::kDebug, "recrawl_scheduled",
+              {{"url", job->url},
+               {"changed", changed ? "true" : "false"},
+               {"interval_ms", std::to_string(c.interval_us / 1000)}});
+}
+
+}  // namespace crawld::daemon

@@ -1,0 +1,150 @@
+// recrawl/recrawl.h: the recrawl schedule of one worker (issue 17;
+// docs/OPERATIONS.md, "A continuous crawl"; docs/CHECKPOINT.md,
+// "Recrawl schedule").
+//
+// For every URL the worker fetched in recrawl mode it keeps its last
+// capture (the validators of RFC 9110 section 8.8, ETag and Last-Modified,
+// the payload digest and where the WARC record is) and the time it is due
+// again. Both live on disk, in a LevelDB of their own
+// (<data>/worker-<id>/recrawl/), not in memory: millions of scheduled URLs
+// cost a bounded block cache, and only the due ones are read.
+//
+// The interval adapts (AIMD-like, as StormCrawler's AdaptiveScheduler and
+// Nutch's AdaptiveFetchSchedule do): a visit that found the page changed
+// (its payload digest differs) multiplies the interval by `shrink`, one that
+// found it unchanged (a 304, or the same digest) by `grow`, clamped to
+// [min_interval_s, max_interval_s]. Intervals are in simulated seconds;
+// `time_scale` simulated seconds pass per real second, so that tests can
+// run a week in seconds. Deliberate simplification: no per-rule intervals
+// and no sitemap changefreq yet; every URL starts at initial_interval_s.
+//
+// Writes are not synced (Options::sync): a killed process loses nothing
+// (LevelDB's log is in the OS), a machine crash may lose the last updates,
+// which then only makes those URLs due earlier than planned.
+#ifndef CRAWLD_RECRAWL_RECRAWL_H_
+#define CRAWLD_RECRAWL_RECRAWL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace crawld::checkpoint {
+class Store;
+}
+
+namespace crawld::recrawl {
+
+struct Options {
+  // --- Behaviour ---
+
+  // The first interval after a URL's first capture (simulated seconds).
+  double initial_interval_s = 86400;
+  // Bounds of the adaptive interval (simulated seconds); min <= max.
+  double min_interval_s = 3600;
+  double max_interval_s = 30 * 86400;
+  // Factor on the interval after a visit that found the page changed, in
+  // (0, 1]; after one that found it unchanged, >= 1.
+  double shrink = 0.5;
+  double grow = 1.5;
+  // Simulated seconds per real second (>= 1e-3): 1 in production; a
+  // test runs a week (604800 s) in 20 s with 30240.
+  double time_scale = 1;
+
+  // --- Performance ---
+
+  // fsync every update (false: a machine crash may lose the last ones).
+  bool sync = false;
+  // LevelDB block cache (bytes).
+  size_t cache_bytes = 4u << 20;
+};
+
+// What is kept of a URL's last capture, and when it is due.
+struct Capture {
+  std::string url;
+  std::string host_key;   // the frontier's politeness key
+  std::string seed_host;  // scope rules, as frontier::Item::seed_host
+  uint16_t depth = 0;
+  // Validators of the last 200 (RFC 9110 8.8.3, 8.8.2), as sent; "" none.
+  std::string etag;
+  std::string last_modified;
+  // The last capture's WARC record: payload digest ("sha1:<BASE32>"),
+  // WARC-Record-ID ("<urn:uuid:...>"), WARC-Date as written. A 304 is
+  // recorded as a revisit of it. Empty record_id: no record to refer to
+  // (never fetched with a 200).
+  std::string payload_digest;
+  std::string record_id;
+  std::string record_date;
+  // Its WARC-Target-URI: this URL, or another URL whose record held the
+  // same payload first (document dedupe).
+  std::string record_uri;
+  int64_t fetched_us = 0;   // wall clock of the last visit (epoch us)
+  int64_t interval_us = 0;  // the current interval, real microseconds
+  int64_t due_us = 0;       // wall clock when it is due again (epoch us)
+  uint32_t visits = 0;      // visits, the first included
+  uint32_t changes = 0;     // visits that found it changed
+};
+
+// The interval after a visit, in real microseconds: `current_us` (0: the
+// first capture, giving initial_interval_s) shrunk when `changed`, else
+// grown, clamped to the bounds. Options as sanitized by Sanitize().
+[[nodiscard]] int64_t NextIntervalUs(const Options& options, int64_t current_us,
+                                     bool changed);
+
+// Clamps the options to their documented ranges (min <= max, factors,
+// time_scale).
+[[nodiscard]] Options Sanitize(Options options);
+
+// A Capture as bytes (docs/CHECKPOINT.md, "Recrawl schedule") and back;
+// Decode fails with Corruption on anything it did not write.
+[[nodiscard]] std::string EncodeCapture(const Capture& capture);
+[[nodiscard]] Result<Capture> DecodeCapture(std::string_view bytes);
+
+// The on-disk schedule of one worker. On the worker's loop; not
+// thread-safe; every call blocks on LevelDB (a cached point read or a short
+// scan). Not copyable.
+class Schedule {
+ public:
+  // Opens (creating) the schedule in `dir`. IOError when the directory
+  // cannot be created or is locked, Corruption when it is damaged.
+  [[nodiscard]] static Result<std::unique_ptr<Schedule>> Open(
+      const std::string& dir, const Options& options);
+  ~Schedule();
+  Schedule(const Schedule&) = delete;
+  Schedule& operator=(const Schedule&) = delete;
+
+  [[nodiscard]] const Options& options() const { return options_; }
+
+  // The capture of the URL with this fingerprint; nullopt when the URL was
+  // never recorded here.
+  [[nodiscard]] Result<std::optional<Capture>> Get(uint64_t fingerprint) const;
+
+  // Stores `capture` as the URL's, due at capture.due_us, replacing the
+  // previous one and its place in the due order in one atomic batch.
+  [[nodiscard]] Status Put(uint64_t fingerprint, const Capture& capture);
+
+  // Calls `visit` for the captures due at or before `now_us`, earliest
+  // first (ties by fingerprint), until it returns false. The capture is the
+  // caller's to change and Put() back (after the scan returns).
+  [[nodiscard]] Status ForEachDue(
+      int64_t now_us,
+      const std::function<bool(uint64_t fingerprint, Capture capture)>& visit)
+      const;
+
+  // The earliest due time (epoch us); nullopt when nothing is scheduled.
+  [[nodiscard]] Result<std::optional<int64_t>> NextDueUs() const;
+
+ private:
+  Schedule(const Options& options, std::unique_ptr<checkpoint::Store> db);
+  Options options_;
+  std::unique_ptr<checkpoint::Store> db_;
+};
+
+}  // namespace crawld::recrawl
+
+#endif  // CRAWLD_RECRAWL_RECRAWL_H_

@@ -1,0 +1,218 @@
+// Tests of the recrawl schedule (recrawl/recrawl.h): the interval math,
+// the capture encoding, and the on-disk due set against a std::map model,
+// across a reopen (what a restart sees).
+#include "recrawl/recrawl.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace crawld::recrawl {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "crawld-recrawl-XXXXXX");
+    char* made = mkdtemp(tmpl.data());
+    EXPECT_NE(made, nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+Options Hourly() {
+  Options o;
+  o.initial_interval_s = 86400;
+  o.min_interval_s = 3600;
+  o.max_interval_s = 7 * 86400;
+  o.shrink = 0.5;
+  o.grow = 2;
+  o.time_scale = 1;
+  return Sanitize(o);
+}
+
+constexpr int64_t kUsPerS = 1'000'000;
+
+TEST(RecrawlInterval, FirstCaptureGetsTheInitialInterval) {
+  EXPECT_EQ(NextIntervalUs(Hourly(), 0, false), 86400 * kUsPerS);
+  EXPECT_EQ(NextIntervalUs(Hourly(), 0, true), 86400 * kUsPerS);
+}
+
+TEST(RecrawlInterval, ShrinksOnChangeGrowsOtherwiseWithinBounds) {
+  const Options o = Hourly();
+  int64_t changing = 0, still = 0;
+  for (int i = 0; i < 20; ++i) {
+    changing = NextIntervalUs(o, changing, true);
+    still = NextIntervalUs(o, still, false);
+  }
+  EXPECT_EQ(changing, 3600 * kUsPerS);    // the minimum
+  EXPECT_EQ(still, 7 * 86400 * kUsPerS);  // the maximum
+  EXPECT_EQ(NextIntervalUs(o, 86400 * kUsPerS, true), 43200 * kUsPerS);
+  EXPECT_EQ(NextIntervalUs(o, 86400 * kUsPerS, false), 172800 * kUsPerS);
+}
+
+TEST(RecrawlInterval, TimeScaleCompressesEveryInterval) {
+  Options o = Hourly();
+  o.time_scale = 3600;  // an hour a second
+  o = Sanitize(o);
+  EXPECT_EQ(NextIntervalUs(o, 0, false), 24 * kUsPerS);
+  EXPECT_EQ(NextIntervalUs(o, 2 * kUsPerS, true), 1 * kUsPerS);  // min
+}
+
+TEST(RecrawlInterval, SanitizeOrdersTheBoundsAndFactors) {
+  Options o;
+  o.min_interval_s = 100;
+  o.max_interval_s = 10;  // below min
+  o.initial_interval_s = 5;
+  o.shrink = 3;
+  o.grow = 0.5;
+  o.time_scale = 0;
+  const Options s = Sanitize(o);
+  EXPECT_EQ(s.max_interval_s, 100);
+  EXPECT_EQ(s.initial_interval_s, 100);
+  EXPECT_LE(s.shrink, 1.0);
+  EXPECT_GE(s.grow, 1.0);
+  EXPECT_GT(s.time_scale, 0);
+}
+
+Capture Sample(int i) {
+  Capture c;
+  c.url = "http://h" + std::to_string(i % 3) + ".test/p/" + std::to_string(i) +
+          ".html";
+  c.host_key = "http://h" + std::to_string(i % 3) + ".test:80";
+  c.seed_host = "h0.test";
+  c.depth = static_cast<uint16_t>(i);
+  c.etag = "\"v" + std::to_string(i) + "\"";
+  c.last_modified = "Wed, 21 Oct 2015 07:28:00 GMT";
+  c.payload_digest = "sha1:ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  c.record_id = "<urn:uuid:12345678-1234-1234-1234-1234567890ab>";
+  c.record_date = "2026-11-27T07:00:00.123456Z";
+  c.record_uri = c.url;
+  c.fetched_us = 1'700'000'000'000'000 + i;
+  c.interval_us = 86400 * kUsPerS;
+  c.due_us = c.fetched_us + c.interval_us;
+  c.visits = 3;
+  c.changes = 1;
+  return c;
+}
+
+void ExpectSame(const Capture& a, const Capture& b) {
+  EXPECT_EQ(EncodeCapture(a), EncodeCapture(b));
+  EXPECT_EQ(a.url, b.url);
+  EXPECT_EQ(a.etag, b.etag);
+  EXPECT_EQ(a.due_us, b.due_us);
+}
+
+TEST(RecrawlCapture, RoundTripsEveryField) {
+  const Capture c = Sample(7);
+  auto back = DecodeCapture(EncodeCapture(c));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ExpectSame(c, *back);
+  EXPECT_EQ(back->last_modified, c.last_modified);
+  EXPECT_EQ(back->record_id, c.record_id);
+  EXPECT_EQ(back->record_date, c.record_date);
+  EXPECT_EQ(back->record_uri, c.record_uri);
+  EXPECT_EQ(back->payload_digest, c.payload_digest);
+  EXPECT_EQ(back->visits, 3u);
+  EXPECT_EQ(back->changes, 1u);
+}
+
+TEST(RecrawlCapture, EveryTruncationIsCorruptionNotACrash) {
+  const std::string bytes = EncodeCapture(Sample(1));
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    auto r = DecodeCapture(std::string_view(bytes).substr(0, n));
+    EXPECT_FALSE(r.ok()) << n;
+  }
+  EXPECT_FALSE(DecodeCapture(bytes + "x").ok());
+}
+
+// The due set against a model: random puts (a URL rescheduled moves, never
+// doubles), the due scan in time order, and the same after a reopen.
+TEST(RecrawlSchedule, DueSetMatchesAModelAcrossReopen) {
+  TempDir dir;
+  std::map<uint64_t, Capture> model;
+  std::mt19937_64 rng(17);
+  {
+    auto s = Schedule::Open(dir.path(), Options{});
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    for (int i = 0; i < 400; ++i) {
+      const uint64_t fp = rng() % 60;
+      Capture c = Sample(static_cast<int>(fp));
+      c.due_us = static_cast<int64_t>(rng() % 1000);
+      ASSERT_TRUE((*s)->Put(fp, c).ok());
+      model[fp] = c;
+    }
+  }
+  auto s = Schedule::Open(dir.path(), Options{});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  for (int64_t now : {-1, 0, 250, 999, 5000}) {
+    std::vector<std::pair<int64_t, uint64_t>> want;
+    for (const auto& [fp, c] : model) {
+      if (c.due_us <= now) want.push_back({c.due_us, fp});
+    }
+    std::sort(want.begin(), want.end());
+    std::vector<std::pair<int64_t, uint64_t>> got;
+    ASSERT_TRUE((*s)->ForEachDue(now,
+                                 [&](uint64_t fp, Capture c) {
+                                   EXPECT_EQ(c.url, model[fp].url);
+                                   got.push_back({c.due_us, fp});
+                                   return true;
+                                 })
+                    .ok());
+    EXPECT_EQ(got, want) << "now " << now;
+  }
+  int64_t earliest = INT64_MAX;
+  for (const auto& [fp, c] : model) earliest = std::min(earliest, c.due_us);
+  auto next = (*s)->NextDueUs();
+  ASSERT_TRUE(next.ok());
+  ASSERT_TRUE(next->has_value());
+  EXPECT_EQ(**next, earliest);
+  auto one = (*s)->Get(model.begin()->first);
+  ASSERT_TRUE(one.ok());
+  ASSERT_TRUE(one->has_value());
+  ExpectSame(**one, model.begin()->second);
+  auto none = (*s)->Get(1000);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
+TEST(RecrawlSchedule, ScanStopsWhenTheVisitorSaysSo) {
+  TempDir dir;
+  auto s = Schedule::Open(dir.path(), Options{});
+  ASSERT_TRUE(s.ok());
+  for (uint64_t fp = 1; fp <= 5; ++fp) {
+    Capture c = Sample(static_cast<int>(fp));
+    c.due_us = static_cast<int64_t>(fp);
+    ASSERT_TRUE((*s)->Put(fp, c).ok());
+  }
+  int seen = 0;
+  ASSERT_TRUE(
+      (*s)->ForEachDue(100, [&](uint64_t, Capture) { return ++seen < 2; })
+          .ok());
+  EXPECT_EQ(seen, 2);
+  auto empty_dir = TempDir();
+  auto e = Schedule::Open(empty_dir.path(), Options{});
+  ASSERT_TRUE(e.ok());
+  auto next = (*e)->NextDueUs();
+  ASSERT_TRUE(next.ok());
+  EXPECT_FALSE(next->has_value());
+}
+
+}  // namespace
+}  // namespace crawld::recrawl
