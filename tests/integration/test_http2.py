@@ -13,8 +13,13 @@ on) and several workers. Judged:
   `crawlctl warc verify` passes;
 - from nghttpd's own log: never two requests of one host in flight at once
   (no multiplexing), and each page requested once.
+
+BrokenH2: a hand-written h2 server resets a stream mid-body (RST_STREAM),
+sends GOAWAY mid-body, and resets a stream before its head; each is a
+counted outcome, and what arrived of a cut body is recorded as truncated.
 """
 import base64
+import contextlib
 import hashlib
 import http.server
 import os
@@ -309,6 +314,174 @@ class Http2Crawl(unittest.TestCase):
             self.assertEqual(sorted(p for _, p in reqs),
                              sorted(paths + ["/robots.txt"]))
         print(f"h2 crawl: {len(responses)} responses, {elapsed:.1f} s")
+
+
+class BrokenH2Server:
+    """A TLS server on ADDR that picks "h2" by ALPN and answers in HTTP/2
+    frames written here, misbehaving on purpose (context manager; a daemon
+    thread, at most 20 connections, 5 s each, 60 s in all).
+
+    The n-th request it receives (one at a time: crawld's politeness) is
+    answered: n = 1 (robots.txt) a 404; later ones by `mode`:
+      "rst_body"   the head (200, content-length: 100), 10 body bytes, then
+                   RST_STREAM (INTERNAL_ERROR)
+      "goaway_body" the same head and bytes, then GOAWAY and a close
+      "rst_head"   RST_STREAM (INTERNAL_ERROR) before any head
+    """
+
+    PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    # HPACK (RFC 7541): ":status: 200" and ":status: 404" from the static
+    # table; content-type and content-length as literals without indexing
+    # with indexed names (31, 28).
+    HEAD_200 = (b"\x88" + b"\x0f\x10\x09text/html" + b"\x0f\x0d\x03100")
+    HEAD_404 = b"\x8d"
+    BODY = b"<html>0123"
+
+    def __init__(self, addr, key, cert, mode):
+        import socket
+        import ssl
+        self.mode = mode
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(cert, key)
+        self.ctx.set_alpn_protocols(["h2"])
+        self.sock = socket.socket()
+        self.sock.bind((addr, 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.5)
+        self.port = self.sock.getsockname()[1]
+        self.requests = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    @staticmethod
+    def frame(kind, flags, stream, payload=b""):
+        return (len(payload).to_bytes(3, "big") + bytes([kind, flags]) +
+                stream.to_bytes(4, "big") + payload)
+
+    def _serve(self):
+        import ssl
+        deadline = time.monotonic() + 60
+        for _ in range(20):
+            while not self.stop.is_set() and time.monotonic() < deadline:
+                try:
+                    conn, _ = self.sock.accept()
+                    break
+                except OSError:
+                    continue
+            else:
+                return
+            conn.settimeout(5)
+            try:
+                with self.ctx.wrap_socket(conn, server_side=True) as tls:
+                    self._session(tls)
+            except (OSError, ssl.SSLError, ValueError):
+                pass
+            finally:
+                conn.close()
+
+    def _read(self, tls, n):
+        data = b""
+        while len(data) < n:
+            chunk = tls.recv(n - len(data))
+            if not chunk:
+                raise ValueError("closed")
+            data += chunk
+        return data
+
+    def _session(self, tls):
+        if self._read(tls, len(self.PREFACE)) != self.PREFACE:
+            return
+        tls.sendall(self.frame(4, 0, 0))  # our SETTINGS
+        while True:
+            head = self._read(tls, 9)
+            length = int.from_bytes(head[:3], "big")
+            kind, flags = head[3], head[4]
+            stream = int.from_bytes(head[5:9], "big") & 0x7FFFFFFF
+            self._read(tls, length)
+            if kind == 4 and not flags & 1:
+                tls.sendall(self.frame(4, 1, 0))  # SETTINGS ACK
+            elif kind == 1:  # a request (HEADERS, END_HEADERS: curl's)
+                self.requests += 1
+                if self.requests == 1:
+                    tls.sendall(self.frame(1, 0x5, stream, self.HEAD_404))
+                elif self.mode == "rst_head":
+                    tls.sendall(self.frame(3, 0, stream, (2).to_bytes(4,
+                                                                    "big")))
+                else:
+                    tls.sendall(self.frame(1, 0x4, stream, self.HEAD_200) +
+                                self.frame(0, 0, stream, self.BODY))
+                    time.sleep(0.1)
+                    if self.mode == "rst_body":
+                        tls.sendall(self.frame(3, 0, stream,
+                                               (2).to_bytes(4, "big")))
+                    else:
+                        tls.sendall(self.frame(
+                            7, 0, 0, stream.to_bytes(4, "big") +
+                            (2).to_bytes(4, "big")))
+                        return
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=10)
+        self.sock.close()
+
+
+class BrokenH2(unittest.TestCase):
+    """RST_STREAM and GOAWAY mid-body, RST_STREAM before the head: each a
+    clear counted outcome; what arrived is kept, marked as cut."""
+
+    def test_resets_are_counted_and_cut_bodies_kept(self):
+        work = tempfile.mkdtemp(prefix="crawld-h2bad-")
+        names = {"rst-body.h2.test": ("127.0.0.41", "rst_body"),
+                 "goaway-body.h2.test": ("127.0.0.42", "goaway_body"),
+                 "rst-head.h2.test": ("127.0.0.43", "rst_head")}
+        ca, key, cert = make_ca_and_cert(work, list(names))
+        hosts_file = os.path.join(work, "hosts")
+        with open(hosts_file, "w") as f:
+            for name, (ip, _) in names.items():
+                f.write(f"{ip} {name}\n")
+        with contextlib.ExitStack() as stack:
+            servers = {n: stack.enter_context(
+                BrokenH2Server(ip, key, cert, mode))
+                for n, (ip, mode) in names.items()}
+            dns = stack.enter_context(harness.Dnsmasq(hosts_file))
+            seeds = os.path.join(work, "seeds.txt")
+            urls = {n: f"https://{n}:{s.port}/page.html"
+                    for n, s in servers.items()}
+            with open(seeds, "w") as f:
+                f.write("".join(u + "\n" for u in urls.values()))
+            # The page reset before its head is retried with backoff
+            # (2, 4 and 8 s: most of this test's time) and then
+            # counted as retries_exhausted.
+            result = crawl_util.run_crawl(
+                None, dns, timeout=120, seeds_file=seeds,
+                **{"fetch.ca_file": ca, "workers.count": 2})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        responses = {r["headers"]["warc-target-uri"]: r
+                     for r in result.records()
+                     if r["headers"].get("warc-type") == "response"}
+        for name in ("rst-body.h2.test", "goaway-body.h2.test"):
+            r = responses.get(urls[name])
+            self.assertIsNotNone(r, (name, sorted(responses)))
+            h = r["headers"]
+            self.assertEqual(h.get("warc-protocol"), "h2")
+            self.assertEqual(h.get("warc-truncated"), "disconnect")
+            self.assertTrue(r["block"].startswith(b"HTTP/1.1 200 \r\n"))
+            self.assertIn(b"\r\ncontent-length: 100\r\n", r["block"])
+            self.assertTrue(r["block"].endswith(
+                b"\r\n\r\n" + BrokenH2Server.BODY))
+        self.assertNotIn(urls["rst-head.h2.test"], responses)
+        self.assertGreaterEqual(result.count("incomplete"), 2,
+                                result.summary)
+        self.assertGreaterEqual(result.count("protocol"), 1, result.summary)
+        self.assertEqual(result.count("retries_exhausted"), 1,
+                         result.summary)
+        verify = crawl_util.crawlctl("warc", "verify", *result.warc_files())
+        self.assertEqual(verify.returncode, 0, verify.stdout + verify.stderr)
 
 
 if __name__ == "__main__":
