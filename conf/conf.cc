@@ -416,6 +416,15 @@ constexpr Key kKeys[] = {
               "Accept-Encoding request header offered to servers; empty = "
               "send none, so bodies arrive uncompressed. crawld decodes "
               "gzip, deflate, br and zstd."),
+    BoolKey(CRAWLD_CONF_FIELD(fetch, http2),
+            "Use HTTP/2 with https servers that offer it in the TLS "
+            "handshake (ALPN h2); plain http stays HTTP/1.1. On by default: "
+            "browsers use HTTP/2 wherever it is offered, so servers and "
+            "their rate limits are tuned for it, and one connection then "
+            "costs the server less than HTTP/1.1. Still one request at a "
+            "time per host (never several streams at once). Exchanges are "
+            "recorded as HTTP/1.1 messages with WARC-Protocol: h2 "
+            "(docs/STORE.md). false: HTTP/1.1 everywhere."),
 
     // [parse]
     IntKey(CRAWLD_CONF_FIELD(parse, max_bytes), 1024, 256ll << 20,

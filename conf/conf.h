@@ -95,6 +95,7 @@ struct FetchConfig {
   std::string ca_file;     // extra CA bundle (path; tests); empty = system
   // Accept-Encoding request header; empty = send none (identity only).
   std::string accept_encoding = "gzip, deflate, br, zstd";
+  bool http2 = true;  // HTTP/2 over TLS where the server offers it (ALPN)
 
   bool operator==(const FetchConfig&) const = default;
 };

@@ -123,6 +123,7 @@ fetcher::Options FetcherOptions(const conf::Config& c, size_t max_idle) {
   o.verify_tls = c.fetch.verify_tls;
   o.ca_file = c.fetch.ca_file;
   o.accept_encoding = c.fetch.accept_encoding;
+  o.http2 = c.fetch.http2;
   o.max_header_bytes = c.fetch.max_header_bytes;
   return o;
 }

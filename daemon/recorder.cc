@@ -14,6 +14,12 @@ store::FetchRecord ExchangeOf(const std::string& url,
   rec.fetch_time_us = r.start_us;
   rec.request_head = r.request_head;
   rec.response_head = r.response_head;
+  // An HTTP/1.x exchange is kept as it went over the wire; any other (h2)
+  // was turned into HTTP/1.1 syntax by the fetcher, and the records say
+  // which protocol it really used (WARC-Protocol; docs/STORE.md, "HTTP/2").
+  if (r.protocol != "http/1.1" && r.protocol != "http/1.0") {
+    rec.protocol = r.protocol;
+  }
   rec.body = &r.body;
   if (r.truncated) {
     // What cut it, as the fetcher saw it: the cap, a timeout, a close.

@@ -18,6 +18,7 @@
 #include "base/ascii.h"
 #include "base/time.h"
 #include "fetcher/framing.h"
+#include "fetcher/h2_head.h"
 
 namespace crawld::fetcher {
 namespace {
@@ -385,6 +386,11 @@ struct Fetcher::Impl {
     f->response.request_head.append(data, size);
     std::string_view head = f->response.request_head;
     if (head.size() >= 4 && head.substr(head.size() - 4) == "\r\n\r\n") {
+      // curl shows an h2 request as "GET /p HTTP/2", which no HTTP message
+      // is: kept as the HTTP/1.1 request it stands for (h2_head.h).
+      if (internal::IsH2RequestHead(head)) {
+        f->response.request_head = internal::Http11RequestHead(head);
+      }
       f->request_complete = true;
       f->impl->SetState(f, State::kRequestSent);
     }
@@ -406,9 +412,11 @@ struct Fetcher::Impl {
       f->header_too_large = true;
       return 0;
     }
+    bool status_line = false;
     if (!f->head_complete && !r.response_head.empty()) {
       // A field line of the head being read.
     } else if (StartsWithIgnoreCase(line, "HTTP/")) {
+      status_line = true;
       // A new head: an interim 1xx before it is dropped.
       r.response_head.clear();
       r.headers.clear();
@@ -418,11 +426,19 @@ struct Fetcher::Impl {
       ParseStatusLine(line, &f->version, &f->status);
       f->impl->SetState(f, State::kHeaders);
     }
-    r.response_head.append(line);
+    // A field line follows something of its head (a status line).
+    const bool field_line = !status_line && !r.response_head.empty();
+    if (status_line && internal::IsH2StatusLine(line)) {
+      // "HTTP/2 200 " as curl writes it: stored as "HTTP/1.1 200 "
+      // (h2_head.h); f->version stays "HTTP/2" for the framing.
+      r.response_head.append(internal::Http11StatusLine(line));
+    } else {
+      r.response_head.append(line);
+    }
     if (line == "\r\n" || line == "\n") {
       f->head_complete = true;
       if (f->status >= 200) return OnFinalHead(f) ? len : 0;
-    } else if (r.response_head.size() > line.size()) {
+    } else if (field_line) {
       if ((line[0] == ' ' || line[0] == '\t') && !r.headers.empty()) {
         // obs-fold (RFC 9112 5.2): continuation of the previous value.
         std::string& v = r.headers.back().second;
@@ -793,6 +809,13 @@ struct Fetcher::Impl {
     curl_easy_getinfo(f->easy, CURLINFO_NUM_CONNECTS, &connects);
     stats.connections += static_cast<uint64_t>(std::max(connects, 0L));
     r.status_code = f->head_final ? f->status : 0;
+    if (f->version == "HTTP/2") {
+      r.protocol = "h2";
+    } else if (f->version == "HTTP/1.0") {
+      r.protocol = "http/1.0";
+    } else {
+      r.protocol = "http/1.1";
+    }
     if (aborted) {
       // Cut by us, not by the server: nothing to record (the caller fetches
       // the URL again), whatever had arrived.
@@ -849,6 +872,7 @@ struct Fetcher::Impl {
     }
     if (r.status_code == 0) {
       // Nothing recordable: no head, no body (see ErrorClass).
+      r.protocol.clear();
       r.response_head.clear();
       r.headers.clear();
       r.body.Clear();
@@ -1001,7 +1025,11 @@ struct Fetcher::Impl {
     set(CURLOPT_PROXY, "");  // ignore *_proxy environment variables
     set(CURLOPT_PROTOCOLS_STR, "http,https");
     set(CURLOPT_FOLLOWLOCATION, 0L);
-    set(CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+    // 2TLS: "h2" offered by ALPN on https only; plain http stays HTTP/1.1
+    // (no h2c upgrade, no prior knowledge).
+    set(CURLOPT_HTTP_VERSION,
+        static_cast<long>(options.http2 ? CURL_HTTP_VERSION_2TLS
+                                        : CURL_HTTP_VERSION_1_1));
     set(CURLOPT_PATH_AS_IS, 1L);
     set(CURLOPT_NOSIGNAL, 1L);
     set(CURLOPT_HTTP_CONTENT_DECODING, 0L);
@@ -1068,6 +1096,10 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Create(uv_loop_t* loop,
                                           p->options.max_idle_connections);
   curl_multi_setopt(p->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, open_max);
   curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS, open_max);
+  // No HTTP/2 multiplexing: politeness means one request in flight per
+  // host, and the frontier's one fetch per host must not become several
+  // streams should two fetches ever meet on one connection. An idle h2
+  // connection is still reused, one transfer at a time.
   curl_multi_setopt(p->multi, CURLMOPT_PIPELINING, CURLPIPE_NOTHING);
   // Handles live on the heap and are freed by their close callbacks, so the
   // Fetcher can be destroyed right after Shutdown().

@@ -1,4 +1,5 @@
-// fetcher/fetcher.h: HTTP/1.1 fetches on a worker's libuv loop, and the
+// fetcher/fetcher.h: HTTP/1.1 and HTTP/2 fetches on a worker's libuv loop,
+// and the
 // Content-Encoding decoder for what they bring back.
 //
 // Backed by curl's multi interface driven by the loop (the multi_socket
@@ -36,8 +37,16 @@
 //   been read; and a tick that comes over half a second late means the
 //   loop was blocked, so that time is added to every transfer's deadline
 //   and the low-speed windows start again. curl keeps the connect timeout.
-// - Only http and https; HTTP/1.1 only (keep-alive reuse); the URL path is
-//   sent as given (CURLOPT_PATH_AS_IS), since it is canonical already.
+// - Only http and https; the URL path is sent as given
+//   (CURLOPT_PATH_AS_IS), since it is canonical already. HTTP/1.1, with
+//   keep-alive reuse; with Options::http2, HTTP/2 (RFC 9113) where a TLS
+//   server picks "h2" by ALPN, never over plain http (no h2c upgrade).
+//   Never several transfers on one h2 connection at once (curl's
+//   multiplexing is off, CURLPIPE_NOTHING): the caller's one fetch per host
+//   stays one request in flight, and an idle h2 connection is reused by
+//   the host's next fetch as a keep-alive one is. An h2 exchange is handed
+//   over in HTTP/1.1 syntax (fetcher/h2_head.h: "HTTP/1.1 200 ", names
+//   lower-case as received) with Response::protocol "h2".
 #ifndef CRAWLD_FETCHER_FETCHER_H_
 #define CRAWLD_FETCHER_FETCHER_H_
 
@@ -91,6 +100,10 @@ struct Options {
   // while fetched; DecodeBody() undoes every coding listed here by default
   // (kDecodableCodings).
   std::string accept_encoding = "gzip, deflate, br, zstd";
+  // Offer HTTP/2 in the TLS handshake (ALPN "h2", then "http/1.1") and use
+  // it when the server picks it; false: HTTP/1.1 everywhere. Plain http is
+  // always HTTP/1.1.
+  bool http2 = true;
 
   // --- performance ---
 
@@ -183,11 +196,16 @@ struct Response {
   // RFC 9112 6.3 requires discarding such a response). When 0, the head,
   // headers and body are empty.
   int status_code = 0;
-  // Raw request head as sent on the wire (from the debug callback).
+  // Raw request head as sent on the wire (from the debug callback); for
+  // HTTP/2, the request as sent in HTTP/1.1 syntax (fetcher/h2_head.h).
   std::string request_head;
   // Raw status line + header lines + CRLF CRLF of the final response
-  // (interim 1xx heads and trailers are dropped).
+  // (interim 1xx heads and trailers are dropped); for HTTP/2, the status
+  // line is "HTTP/1.1 NNN " and the fields are as received (lower-case).
   std::string response_head;
+  // The protocol of the exchange, as an ALPN id: "http/1.1", "http/1.0" or
+  // "h2"; "" when status_code is 0.
+  std::string protocol;
   // Parsed response_head fields in order, names as sent.
   std::vector<std::pair<std::string, std::string>> headers;
   // First value of header `name` (case-insensitive); "" if absent.

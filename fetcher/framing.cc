@@ -46,6 +46,12 @@ Result<BodyFraming> FramingOf(
     return framing;
   }
   const bool has_length = HasField(headers, "Content-Length");
+  if (version == "HTTP/2" && HasField(headers, "Transfer-Encoding")) {
+    // curl's nghttp2 refuses such a response first; checked here as well,
+    // since a body still transfer-coded would be stored as the payload.
+    return Status::InvalidArgument(
+        "HTTP/2 response with Transfer-Encoding (RFC 9113 section 8.2.2)");
+  }
   std::vector<std::string> codings;
   ForEachListElement(headers, "Transfer-Encoding", [&](std::string_view c) {
     if (!c.empty() && !ascii::EqualsIgnoreCase(c, "identity")) {

@@ -30,7 +30,8 @@ struct BodyFraming {
     kNone,     // no body at all: 1xx, 204, 304 (RFC 9112 6.3 item 1)
     kLength,   // exactly `length` bytes (item 6)
     kChunked,  // the chunked transfer coding, up to its last chunk (item 4)
-    kClose,    // until the server closes the connection (item 8)
+    kClose,    // until the server closes the connection (item 8); in
+               // HTTP/2, until the stream ends (END_STREAM)
   };
   Kind kind = Kind::kClose;
   uint64_t length = 0;  // kLength only
@@ -40,8 +41,11 @@ struct BodyFraming {
 };
 
 // The framing of a final response (status >= 200) from its status code,
-// HTTP version ("HTTP/1.1", from the status line) and header fields.
+// HTTP version ("HTTP/1.1", from the status line; "HTTP/2" as curl writes
+// an h2 response, whose body ends with its stream: kClose means "until
+// END_STREAM" there) and header fields.
 // InvalidArgument, with a message naming the rule, for invalid framing:
+// - any Transfer-Encoding in an HTTP/2 response (RFC 9113 8.2.2);
 // - Content-Length values that are not 1*DIGIT, or that differ (a list or
 //   repeated field of identical values is one value, RFC 9110 8.6);
 // - Transfer-Encoding in an HTTP/1.0 response (RFC 9112 6.1: faulty);

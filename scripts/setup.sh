@@ -18,6 +18,8 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev dnsmasq-base redis-server wrk
   openssl procps
+  # a real HTTP/2 server over TLS for tests/integration/test_http2.py
+  nghttp2-server
   # the web console's browser test (tests/console): Debian's Chromium,
   # driven by playwright-core from npm (tests/console/package-lock.json)
   # with the machine's Node.js

@@ -184,6 +184,13 @@ struct FetchRecord {
   int64_t fetch_time_us = 0;
   // Raw HTTP request bytes as sent (request line + headers + CRLF CRLF).
   std::string request_head;
+  // "" for an exchange stored as it went over the wire (HTTP/1.x); else
+  // the protocol it used, as an ALPN id ("h2"), written as a
+  // `WARC-Protocol` field (iipc warc-specifications #42) on the response
+  // (or revisit) and request records: their heads are then that exchange
+  // in HTTP/1.1 syntax (docs/STORE.md, "HTTP/2"). A token (letters,
+  // digits, "/", ".", "-"), else InvalidArgument.
+  std::string protocol;
   // Raw HTTP status line + headers + CRLF CRLF as received.
   std::string response_head;
   // Raw payload bytes as received (content coding intact); null = empty.

@@ -16,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "base/ascii.h"
 #include "base/time.h"
 #include "store/store.h"
 #include "store/warc_internal.h"
@@ -262,6 +263,9 @@ class WarcWriter::Impl {
     if (!SafeValue(r.target_uri) || !SafeValue(r.ip) ||
         !SafeValue(r.truncated) || !SafeValue(r.record_id))
       return Status::InvalidArgument("store: CR/LF/NUL in a header value");
+    if (!IsProtocolId(r.protocol))
+      return Status::InvalidArgument("store: '" + r.protocol +
+                                     "' is not a protocol id");
     if (!r.record_id.empty() && !IsRecordId(r.record_id))
       return Status::InvalidArgument("store: '" + r.record_id +
                                      "' is not a WARC-Record-ID");
@@ -315,6 +319,7 @@ class WarcWriter::Impl {
     AddField(&header, "WARC-Target-URI", r.target_uri);
     AddField(&header, "WARC-Date", date);
     if (!r.ip.empty()) AddField(&header, "WARC-IP-Address", r.ip);
+    AddProtocol(&header, r);
     AddField(&header, "WARC-Block-Digest", block_digest);
     AddField(&header, "WARC-Payload-Digest", payload_digest);
     if (!truncated.empty()) AddField(&header, "WARC-Truncated", truncated);
@@ -354,6 +359,9 @@ class WarcWriter::Impl {
         !SafeValue(o.record_id) || !SafeValue(o.target_uri) ||
         !SafeValue(o.date) || !SafeValue(o.payload_digest))
       return Status::InvalidArgument("store: CR/LF/NUL in a header value");
+    if (!IsProtocolId(r.protocol))
+      return Status::InvalidArgument("store: '" + r.protocol +
+                                     "' is not a protocol id");
     if (!o.record_id.empty() && !IsRecordId(o.record_id))
       return Status::InvalidArgument("store: '" + o.record_id +
                                      "' is not a WARC-Record-ID");
@@ -390,6 +398,7 @@ class WarcWriter::Impl {
     AddField(&header, "WARC-Target-URI", r.target_uri);
     AddField(&header, "WARC-Date", date);
     if (!r.ip.empty()) AddField(&header, "WARC-IP-Address", r.ip);
+    AddProtocol(&header, r);
     AddField(&header, "WARC-Profile",
              identical ? kIdenticalPayloadDigest : kServerNotModified);
     if (!o.record_id.empty()) AddField(&header, "WARC-Refers-To", o.record_id);
@@ -529,6 +538,21 @@ class WarcWriter::Impl {
     return framing;
   }
 
+  // "" or an ALPN-style protocol id: "h2", "http/1.1" (FetchRecord).
+  static bool IsProtocolId(std::string_view p) {
+    if (p.size() > 32) return false;
+    for (char c : p) {
+      if (!ascii::IsAlnum(c) && c != '/' && c != '.' && c != '-') return false;
+    }
+    return true;
+  }
+
+  // WARC-Protocol (iipc warc-specifications #42) for an exchange whose
+  // heads were written in HTTP/1.1 syntax from another protocol (h2).
+  static void AddProtocol(std::string* header, const FetchRecord& r) {
+    if (!r.protocol.empty()) AddField(header, "WARC-Protocol", r.protocol);
+  }
+
   // The `request` record of an exchange (or revisit) `concurrent_to`.
   Result<RecordRef> WriteRequest(const FetchRecord& r, const std::string& id,
                                  const std::string& concurrent_to,
@@ -539,6 +563,7 @@ class WarcWriter::Impl {
     AddField(&header, "WARC-Target-URI", r.target_uri);
     AddField(&header, "WARC-Date", date);
     if (!r.ip.empty()) AddField(&header, "WARC-IP-Address", r.ip);
+    AddProtocol(&header, r);
     AddField(&header, "WARC-Block-Digest", Digest(r.request_head));
     AddField(&header, "Content-Type", "application/http;msgtype=request");
     AddField(&header, "Content-Length", std::to_string(r.request_head.size()));

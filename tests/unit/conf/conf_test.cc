@@ -61,6 +61,7 @@ void ExpectSameValues(const Config& a, const Config& b) {
   EXPECT_EQ(a.fetch.verify_tls, b.fetch.verify_tls);
   EXPECT_EQ(a.fetch.ca_file, b.fetch.ca_file);
   EXPECT_EQ(a.fetch.accept_encoding, b.fetch.accept_encoding);
+  EXPECT_EQ(a.fetch.http2, b.fetch.http2);
   EXPECT_EQ(a.politeness.min_delay_ms, b.politeness.min_delay_ms);
   EXPECT_EQ(a.politeness.max_delay_ms, b.politeness.max_delay_ms);
   EXPECT_EQ(a.politeness.delay_factor, b.politeness.delay_factor);
@@ -105,6 +106,7 @@ Config NonDefault() {
   c.fetch.verify_tls = false;
   c.fetch.ca_file = "tests/ca.pem";
   c.fetch.accept_encoding = "";
+  c.fetch.http2 = false;
   c.politeness.min_delay_ms = 0;
   c.politeness.max_delay_ms = 0;
   c.politeness.delay_factor = 1e-7;
@@ -244,8 +246,8 @@ TEST(CrawldConf, ConfigMdDocumentsEveryKey) {
 
 TEST(CrawldConf, SchemaDescribesEveryKeyOnce) {
   std::vector<KeyInfo> schema = Schema();
-  EXPECT_EQ(schema.size(),
-            113u);  // 103 + admin.console (issue 18) + [recrawl] (issue 17)
+  // 103 + admin.console (issue 18) + [recrawl] and fetch.http2 (issue 17)
+  EXPECT_EQ(schema.size(), 114u);
   std::set<std::string> names;
   for (const KeyInfo& k : schema) {
     EXPECT_TRUE(

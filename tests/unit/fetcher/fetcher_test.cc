@@ -7,13 +7,16 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <uv.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -148,6 +151,7 @@ TEST_F(FetcherTest, Rfc9110_Sec15_3_1_SmallBody) {
   EXPECT_EQ(r.Header("content-length"), "11");
   EXPECT_EQ(r.response_head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
   EXPECT_EQ(r.response_head.substr(r.response_head.size() - 4), "\r\n\r\n");
+  EXPECT_EQ(r.protocol, "http/1.1");  // plain http: never h2 (no h2c)
   EXPECT_EQ(r.ip, "127.0.0.1");
   EXPECT_GT(r.start_us, 0);
   EXPECT_GE(r.end_us, r.start_us);
@@ -348,11 +352,19 @@ TEST_F(FetcherTest, Crawld_HttpsToPlainHttpPortIsTls) {
   EXPECT_EQ(ErrorClassName(r.error), "tls");
 }
 
-// A real TLS server: `openssl s_server -www` with a fresh self-signed
-// certificate for tls.test, on a free loopback port; killed by PID.
+// A real TLS server with a fresh self-signed certificate for tls.test, on a
+// free loopback port; killed by PID. kOpenSsl: `openssl s_server -www`
+// (HTTP/1.0, no ALPN); kOpenSslLyingH2: `openssl s_server -rev -alpn h2`,
+// which picks "h2" by ALPN and then speaks no HTTP/2 (it echoes lines
+// reversed, and the h2 preface is no line); kNghttpd: Debian's nghttpd, a
+// real HTTP/2 server (h2 only), serving kH2Page as /page.html.
 class TlsServer {
  public:
-  TlsServer() {
+  enum class Kind { kOpenSsl, kOpenSslLyingH2, kNghttpd };
+  static constexpr std::string_view kH2Page =
+      "<html><body><a href=\"/next.html\">next</a></body></html>\n";
+
+  explicit TlsServer(Kind kind = Kind::kOpenSsl) {
     char tmpl[] = "/tmp/crawld-tls-test-XXXXXX";
     dir_ = mkdtemp(tmpl);
     std::string gen =
@@ -362,22 +374,42 @@ class TlsServer {
         "/cert.pem -subj /CN=tls.test -addext "
         "subjectAltName=DNS:tls.test -days 2 >/dev/null 2>&1";
     if (std::system(gen.c_str()) != 0) return;
+    if (kind == Kind::kNghttpd) {
+      mkdir((dir_ + "/www").c_str(), 0755);
+      FILE* page = fopen((dir_ + "/www/page.html").c_str(), "w");
+      if (page == nullptr) return;
+      fwrite(kH2Page.data(), 1, kH2Page.size(), page);
+      fclose(page);
+    }
     for (int attempt = 0; attempt < 5 && pid_ <= 0; ++attempt) {
       int port;
       {
         TestServer probe;  // a free port, released at once
         port = probe.port();
       }
-      std::vector<std::string> args = {"/usr/bin/openssl",
-                                       "s_server",
-                                       "-accept",
-                                       "127.0.0.1:" + std::to_string(port),
-                                       "-cert",
-                                       dir_ + "/cert.pem",
-                                       "-key",
-                                       dir_ + "/key.pem",
-                                       "-www",
-                                       "-quiet"};
+      std::vector<std::string> args;
+      if (kind == Kind::kNghttpd) {
+        args = {"/usr/sbin/nghttpd", "-a",
+                "127.0.0.1",         "-d",
+                dir_ + "/www",       std::to_string(port),
+                dir_ + "/key.pem",   dir_ + "/cert.pem"};
+      } else {
+        args = {"/usr/bin/openssl",
+                "s_server",
+                "-accept",
+                "127.0.0.1:" + std::to_string(port),
+                "-cert",
+                dir_ + "/cert.pem",
+                "-key",
+                dir_ + "/key.pem",
+                "-www",
+                "-quiet"};
+        if (kind == Kind::kOpenSslLyingH2) {
+          *std::find(args.begin(), args.end(), "-www") = "-rev";
+          args.push_back("-alpn");
+          args.push_back("h2");
+        }
+      }
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -465,6 +497,89 @@ TEST_F(FetcherTest, Crawld_UntrustedCertificateIsTls) {
              "127.0.0.1",
              {}});
   EXPECT_EQ(insecure.error, ErrorClass::kNone) << insecure.error_message;
+}
+
+// RFC 9113 3.2 (ALPN "h2"), recorded as the WARC extensions for HTTP/2
+// say (fetcher/h2_head.h): a real h2 server's response and our request in
+// HTTP/1.1 syntax, the protocol named, the body as sent.
+TEST_F(FetcherTest, Rfc9113_Sec3_2_H2ExchangeIsHandedOverAsHttp11) {
+  TlsServer h2(TlsServer::Kind::kNghttpd);
+  ASSERT_TRUE(h2.ok()) << "nghttpd (Debian's nghttp2-server) is needed";
+  const std::string port = std::to_string(h2.port());
+  options_.ca_file = h2.cert();
+  Make();
+  Response r =
+      Fetch({"https://tls.test:" + port + "/page.html", "127.0.0.1", {}});
+  ASSERT_EQ(r.error, ErrorClass::kNone) << r.error_message;
+  EXPECT_EQ(r.status_code, 200);
+  EXPECT_EQ(r.protocol, "h2");
+  EXPECT_EQ(BodyOf(r), TlsServer::kH2Page);
+  EXPECT_FALSE(r.truncated);
+  EXPECT_EQ(r.response_head.rfind("HTTP/1.1 200 \r\n", 0), 0u)
+      << r.response_head;
+  EXPECT_NE(
+      r.response_head.find("\r\ncontent-length: " +
+                           std::to_string(TlsServer::kH2Page.size()) + "\r\n"),
+      std::string::npos)
+      << r.response_head;
+  EXPECT_EQ(r.Header("Content-Type"), "text/html");
+  EXPECT_EQ(r.response_head.substr(r.response_head.size() - 4), "\r\n\r\n");
+  EXPECT_EQ(
+      r.request_head.rfind(
+          "GET /page.html HTTP/1.1\r\nhost: tls.test:" + port + "\r\n", 0),
+      0u)
+      << r.request_head;
+  EXPECT_NE(
+      r.request_head.find("\r\nuser-agent: " + options_.user_agent + "\r\n"),
+      std::string::npos)
+      << r.request_head;
+  EXPECT_NE(
+      r.request_head.find("\r\naccept-encoding: gzip, deflate, br, zstd\r\n"),
+      std::string::npos)
+      << r.request_head;
+  EXPECT_EQ(r.request_head.find("HTTP/2"), std::string::npos);
+  EXPECT_EQ(r.request_head.substr(r.request_head.size() - 4), "\r\n\r\n");
+
+  // A 404 too, and the h2 connection is reused, one transfer at a time.
+  Response missing =
+      Fetch({"https://tls.test:" + port + "/none.html", "127.0.0.1", {}});
+  EXPECT_EQ(missing.error, ErrorClass::kNone) << missing.error_message;
+  EXPECT_EQ(missing.status_code, 404);
+  EXPECT_EQ(missing.response_head.rfind("HTTP/1.1 404 \r\n", 0), 0u);
+  EXPECT_EQ(fetcher_->stats().connections, 1u);
+}
+
+// fetch.http2 = false: HTTP/1.1 only, as before. nghttpd speaks h2 alone,
+// so it cannot serve us then; an HTTP/1 TLS server still can.
+TEST_F(FetcherTest, Crawld_Http2OffOffersOnlyHttp11) {
+  TlsServer h1;
+  ASSERT_TRUE(h1.ok());
+  options_.ca_file = h1.cert();
+  options_.http2 = false;
+  Make();
+  Response r = Fetch(
+      {"https://tls.test:" + std::to_string(h1.port()) + "/", "127.0.0.1", {}});
+  ASSERT_EQ(r.error, ErrorClass::kNone) << r.error_message;
+  EXPECT_EQ(r.protocol, "http/1.0");  // openssl s_server -www's reply
+  EXPECT_EQ(r.request_head.rfind("GET / HTTP/1.1\r\n", 0), 0u);
+}
+
+// A server that picks h2 by ALPN and then does not speak it: a protocol
+// failure with nothing to record, and the fetcher stays usable.
+TEST_F(FetcherTest, Crawld_ServerLyingAboutH2IsProtocol) {
+  TlsServer liar(TlsServer::Kind::kOpenSslLyingH2);
+  ASSERT_TRUE(liar.ok());
+  options_.ca_file = liar.cert();
+  options_.total_timeout_ms = 10000;  // bounded, should it hang
+  Make();
+  Response r = Fetch({"https://tls.test:" + std::to_string(liar.port()) + "/",
+                      "127.0.0.1",
+                      {}});
+  EXPECT_EQ(r.error, ErrorClass::kProtocol) << r.error_message;
+  EXPECT_EQ(r.status_code, 0);
+  EXPECT_TRUE(r.response_head.empty());
+  EXPECT_TRUE(r.protocol.empty());
+  EXPECT_EQ(Get("/small").error, ErrorClass::kNone);
 }
 
 TEST_F(FetcherTest, Crawld_AddressIsPinnedWithoutDns) {

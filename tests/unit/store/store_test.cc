@@ -368,6 +368,62 @@ TEST(Warc11, Sec5_10_IpAddressOmittedWhenUnknown) {
   EXPECT_EQ(recs[2].headers.count("WARC-IP-Address"), 0u);
 }
 
+// iipc warc-specifications, "WARC Extensions for HTTP/2" and the
+// WARC-Protocol field proposal (issue 42): an h2 exchange, written as
+// HTTP/1.1 messages, names its protocol on the response and its request.
+TEST(WarcHttp2, Encoding_ProtocolFieldOnResponseAndRequest) {
+  TempDir dir;
+  auto w = WarcWriter::Open(TestOptions(dir));
+  ASSERT_TRUE(w.ok());
+  DocBuffer body = Body("hello");
+  FetchRecord fr = Fetch(&body, "https://example.test/page");
+  fr.response_head =
+      "HTTP/1.1 200 \r\ncontent-type: text/html\r\ncontent-length: 5\r\n\r\n";
+  fr.request_head =
+      "GET /page HTTP/1.1\r\nhost: example.test\r\naccept: */*\r\n\r\n";
+  fr.protocol = "h2";
+  auto ex = (*w)->WriteExchange(fr);
+  ASSERT_TRUE(ex.ok()) << ex.status().ToString();
+  const std::string path = dir.path() + "/warc/" + ex->response.file;
+  auto recs = ReadRecords(path);
+  ASSERT_EQ(recs.size(), 3u);
+  EXPECT_EQ(recs[1].Header("WARC-Protocol"), "h2");
+  EXPECT_EQ(recs[2].Header("WARC-Protocol"), "h2");
+  EXPECT_EQ(recs[1].block, fr.response_head + "hello");
+  EXPECT_EQ(recs[1].Header("WARC-Block-Digest"), Sha1Digest(recs[1].block));
+  EXPECT_EQ(recs[1].Header("WARC-Payload-Digest"), Sha1Digest("hello"));
+  EXPECT_EQ(recs[2].block, fr.request_head);
+  auto report = VerifyFile(path);
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->ok()) << Joined(report->defects);
+}
+
+// HTTP/1.x exchanges stay as they were: no WARC-Protocol field.
+TEST(WarcHttp2, Crawld_NoProtocolFieldForHttp11) {
+  TempDir dir;
+  auto w = WarcWriter::Open(TestOptions(dir));
+  ASSERT_TRUE(w.ok());
+  auto ex = (*w)->WriteExchange(Fetch(nullptr));
+  ASSERT_TRUE(ex.ok());
+  auto recs = ReadRecords(dir.path() + "/warc/" + ex->response.file);
+  ASSERT_EQ(recs.size(), 3u);
+  EXPECT_EQ(recs[1].headers.count("WARC-Protocol"), 0u);
+  EXPECT_EQ(recs[2].headers.count("WARC-Protocol"), 0u);
+}
+
+TEST(WarcHttp2, Crawld_ProtocolThatIsNoTokenIsRefused) {
+  TempDir dir;
+  auto w = WarcWriter::Open(TestOptions(dir));
+  ASSERT_TRUE(w.ok());
+  for (const char* bad : {"h2\r\nWARC-Type: evil", "h 2", "h2;x"}) {
+    FetchRecord fr = Fetch(nullptr);
+    fr.protocol = bad;
+    EXPECT_EQ((*w)->WriteExchange(fr).status().code(),
+              Status::Code::kInvalidArgument)
+        << bad;
+  }
+}
+
 TEST(Warc11, Sec5_3_ContentLengthIsExactBlockSize) {
   TempDir dir;
   auto w = WarcWriter::Open(TestOptions(dir));
