@@ -158,11 +158,26 @@ void CrawlPath::AddValidators(Job* job, fetcher::Request* req) {
   // RFC 9110 13.1.3: a server evaluates If-None-Match first and ignores
   // If-Modified-Since when both are present; sending both serves servers
   // that know only one.
-  if (!c.etag.empty()) req->extra_headers.push_back("If-None-Match: " + c.etag);
-  if (!c.last_modified.empty()) {
-    req->extra_headers.push_back("If-Modified-Since: " + c.last_modified);
+  // A validator is the server's text sent back in our request: one with a
+  // control character (a bare CR would end the line for some servers) or
+  // longer than any real one is not sent.
+  auto sendable = [](const std::string& v) {
+    return !v.empty() && v.size() <= 1024 &&
+           std::none_of(v.begin(), v.end(), [](char ch) {
+             const auto u = static_cast<unsigned char>(ch);
+             return (u < 0x20 && u != '\t') || u == 0x7F;
+           });
+  };
+  bool sent = false;
+  if (sendable(c.etag)) {
+    req->extra_headers.push_back("If-None-Match: " + c.etag);
+    sent = true;
   }
-  job->conditional = !c.etag.empty() || !c.last_modified.empty();
+  if (sendable(c.last_modified)) {
+    req->extra_headers.push_back("If-Modified-Since: " + c.last_modified);
+    sent = true;
+  }
+  job->conditional = sent;
 }
 
 // --- 12''. 304 --------------------------------------------------------------
