@@ -638,7 +638,14 @@ void CrawlPath::ReleaseSlots(Job* job, const frontier::Completion& done) {
   }
   if (job->holds_slot) {
     job->holds_slot = false;
+    // A failure that retires the host drops its whole queue inside the
+    // frontier: those URLs end here, and are counted like every URL that
+    // meets a retired host.
+    const uint64_t dropped = frontier_->dropped();
     frontier_->Complete(job->host_key, now, done);
+    if (frontier_->dropped() > dropped) {
+      stats_->Count("retired_host_drops", frontier_->dropped() - dropped);
+    }
   }
 }
 
@@ -649,7 +656,11 @@ void CrawlPath::RetryLater(Job* job) {
     stats_->Count("retries");
     frontier::Item again = job->item;
     ++again.retries;
-    frontier_->PushFront(job->host_key, std::move(again));
+    if (!frontier_->PushFront(job->host_key, std::move(again))) {
+      // This very failure retired the host (politeness.max_host_errors):
+      // the URL ends here, and is counted like the rest of its queue.
+      stats_->Count("retired_host_drops");
+    }
   } else {
     stats_->Count("retries_exhausted");
     log_->Write(Level::kWarn, "retries_exhausted", {{"url", job->url}});

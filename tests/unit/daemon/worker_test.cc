@@ -611,6 +611,25 @@ TEST(WorkerRfc9309, Sec2_3_1_4_UnreachableHostFetchesNoPage) {
   EXPECT_EQ(w.stats.count("connect"), 3u);
 }
 
+// A URL whose own failure retires its host (politeness.max_host_errors)
+// ends there, and its end is counted once: not silently dropped between
+// "retries" and "retries_exhausted" (seen with an HTTP/2 server resetting
+// every stream).
+TEST(WorkerPath, AUrlWhoseFailureRetiresItsHostIsCountedOnce) {
+  World w(Cfg());  // max_host_errors = 3
+  Page down;
+  down.network_error = true;
+  w.web.pages["http://a.test/robots.txt"] = Status(404);
+  w.web.pages["http://a.test/"] = down;
+  w.Seed("http://a.test/");
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://a.test/"), 3);
+  EXPECT_EQ(
+      w.stats.count("retries_exhausted") + w.stats.count("retired_host_drops"),
+      1u);
+  EXPECT_TRUE(w.path->Idle());
+}
+
 TEST(WorkerRfc9309, Sec2_3_1_4_LongOutageUsesTheLastGoodCopy) {
   conf::Config c = Cfg();
   c.politeness.robots_ttl_s = 1;
@@ -1597,6 +1616,38 @@ TEST(WorkerRecrawl, Issue17_LyingValidatorsAreCountedAndHarmless) {
   EXPECT_EQ(responses, 1);
   EXPECT_GE(revisits, 2);
   EXPECT_TRUE(w.fatal.empty());
+}
+
+// A validator is the server's text that crawld sends back: one with a
+// control character (a bare CR ends a header line for some servers) is
+// never sent, and the revisit is then an unconditional request; a clean
+// Last-Modified beside it still is.
+TEST(WorkerRecrawl, Issue17_AValidatorWithAControlCharacterIsNotSentBack) {
+  World w(RecrawlCfg());
+  Page p = Html("<p>x</p>");
+  p.headers.emplace_back("ETag", "\"a\"\rX-Injected: 1");
+  w.web.pages["http://a.test/"] = p;
+  Page q = Validated("<p>y</p>", "\"b\"\x01");
+  w.web.pages["http://a.test/lm"] = q;
+  w.web.pages["http://a.test/robots.txt"] = Status(404);
+  w.Seed("http://a.test/");
+  w.Seed("http://a.test/lm");
+  w.Run(50 * kS);
+  int revisits = 0;
+  for (const Hit& h : w.web.HitsOf("http://a.test/")) {
+    for (const std::string& line : h.headers) {
+      EXPECT_EQ(line.find('\r'), std::string::npos) << line;
+      EXPECT_EQ(line.find('\x01'), std::string::npos) << line;
+      EXPECT_NE(line.rfind("If-None-Match", 0), 0u) << line;
+    }
+    if (h.url == "http://a.test/lm" && !h.headers.empty()) {
+      ++revisits;
+      EXPECT_TRUE(
+          HasHeader(h, "If-Modified-Since: Wed, 21 Oct 2015 07:28:00 GMT"));
+    }
+  }
+  EXPECT_GE(revisits, 1);
+  EXPECT_GE(w.web.Count("http://a.test/"), 2);
 }
 
 // Without document dedupe (dedupe.documents = "off") an unchanged 200 is
