@@ -31,6 +31,22 @@
 
 namespace crawld::daemon {
 
+namespace {
+
+// A revisit of a URL's last capture: the record that holds its payload.
+store::RevisitOf RevisitOfCapture(const recrawl::Capture& c,
+                                  store::RevisitProfile profile) {
+  store::RevisitOf of;
+  of.profile = profile;
+  of.record_id = c.record_id;
+  of.target_uri = c.record_uri.empty() ? c.url : c.record_uri;
+  of.date = c.record_date;
+  of.payload_digest = c.payload_digest;
+  return of;
+}
+
+}  // namespace
+
 // --- 7'. release ------------------------------------------------------------
 
 void CrawlPath::ReleaseDue() {
@@ -196,14 +212,8 @@ void CrawlPath::OnNotModified(Job* job) {
     // A 304 has no content (RFC 9110 15.4.5); what came is not kept.
     stats_->Count("recrawl_304_body");
   }
-  const recrawl::Capture& c = *job->capture;
-  store::RevisitOf of;
-  of.profile = store::RevisitProfile::kServerNotModified;
-  of.record_id = c.record_id;
-  of.target_uri = c.record_uri.empty() ? c.url : c.record_uri;
-  of.date = c.record_date;
-  of.payload_digest = c.payload_digest;
-  job->not_modified_of = std::move(of);
+  job->not_modified_of = RevisitOfCapture(
+      *job->capture, store::RevisitProfile::kServerNotModified);
   stats_->Count("recrawl_not_modified");
 }
 
@@ -219,14 +229,8 @@ RecrawlWrite CrawlPath::RecrawlWriteOf(Job* job) {
   if (job->capture.has_value() && status >= 200 && status < 300 &&
       !job->capture->record_id.empty() &&
       !job->capture->payload_digest.empty()) {
-    const recrawl::Capture& c = *job->capture;
-    store::RevisitOf of;
-    of.profile = store::RevisitProfile::kIdenticalPayloadDigest;
-    of.record_id = c.record_id;
-    of.target_uri = c.record_uri.empty() ? c.url : c.record_uri;
-    of.date = c.record_date;
-    of.payload_digest = c.payload_digest;
-    job->unchanged_of = std::move(of);
+    job->unchanged_of = RevisitOfCapture(
+        *job->capture, store::RevisitProfile::kIdenticalPayloadDigest);
     rw.unchanged_of = &*job->unchanged_of;
   }
   return rw;

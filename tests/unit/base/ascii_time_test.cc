@@ -1,10 +1,10 @@
 // base/ascii.h and base/time.h: the helpers every component shares.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "base/ascii.h"
 #include "base/time.h"
-
-#include <cstdint>
 
 namespace crawld {
 namespace {
