@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -68,38 +69,62 @@ bool WriteFile(const std::string& path, std::string_view content) {
   return static_cast<bool>(out);
 }
 
-// Takes <data>/run/lock (flock, exclusive, not waiting) for this process and
-// the workers it starts: they inherit the descriptor, so the lock holds until
-// the last process of the crawl has exited (a worker that outlives a killed
-// supervisor still writes to the directory). Returns false, with *holder set
-// to the pid written in the file, when another crawl holds it. The
-// descriptor stays open for the life of the process, on purpose.
-bool LockDataDir(const std::string& data, std::string* holder,
-                 std::string* error) {
+// Takes <data>/run/lock (flock, exclusive) for this process and the workers
+// it starts: the supervisor hands the descriptor to each worker
+// (SupervisorOptions::data_lock_fd), so the lock holds until the last
+// process of the crawl has exited. A worker outlives a killed supervisor for
+// a while (it stops at a checkpoint), and a second crawl must not start on
+// the directory while it still writes there. Returns the descriptor, open
+// for the life of the process on purpose; -1 when another crawl holds the
+// lock (*holder: the pid written in the file) or on an error (*error set).
+// When the holder's supervisor is gone (only its workers are left,
+// stopping), waits up to `orphan_wait_s` for them.
+int LockDataDir(const std::string& data, int orphan_wait_s, std::string* holder,
+                std::string* error) {
   std::error_code ec;
   std::filesystem::create_directories(data + "/run", ec);
   const std::string path = data + "/run/lock";
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
     *error = path + ": " + strerror(errno);
-    return false;
+    return -1;
   }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  bool said = false;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(orphan_wait_s);
+  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
+    if (err != EWOULDBLOCK) {
+      *error = path + ": " + strerror(err);
+      close(fd);
+      return -1;
+    }
     char buf[32] = {};
     if (pread(fd, buf, sizeof(buf) - 1, 0) > 0) {
       *holder = std::string(buf, strcspn(buf, "\n"));
     }
-    close(fd);
-    if (err != EWOULDBLOCK) *error = path + ": " + strerror(err);
-    return false;
+    const long pid = strtol(holder->c_str(), nullptr, 10);
+    const bool orphans =
+        pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+    if (!orphans || std::chrono::steady_clock::now() >= deadline) {
+      close(fd);
+      return -1;
+    }
+    if (!said) {
+      fprintf(stderr,
+              "crawld: the workers of a crawld that ended (pid %ld) still "
+              "use %s; waiting up to %d s for them to stop\n",
+              pid, data.c_str(), orphan_wait_s);
+      said = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   const std::string pid = std::to_string(getpid()) + "\n";
   if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) !=
                                    static_cast<ssize_t>(pid.size())) {
     // The lock holds without the pid; only the message would lack it.
   }
-  return true;
+  return fd;
 }
 
 // The command line. Worker mode fields are set only when the supervisor
@@ -264,11 +289,17 @@ int LoadInputs(const Args& a, const crawld::conf::Config& config,
   return kGoOn;
 }
 
+// How long a new crawl waits for the workers of a crawld that was killed
+// (kill -9 of the supervisor) to finish their last checkpoint; under load
+// that takes a few seconds.
+constexpr int kOrphanWaitS = 60;
+
 // The data directory: made, locked (one crawld per directory, checked
 // before anything in it is written: a second one must not disturb the
 // first; workers run under their supervisor's lock), and given the frozen
 // copy of the config the crawl runs with.
-int PrepareDataDir(const crawld::conf::Config& config, bool is_worker) {
+int PrepareDataDir(const crawld::conf::Config& config, bool is_worker,
+                   int* lock_fd) {
   const std::string& data = config.crawl.data_dir;
   std::error_code ec;
   std::filesystem::create_directories(data, ec);
@@ -279,7 +310,8 @@ int PrepareDataDir(const crawld::conf::Config& config, bool is_worker) {
   }
   if (is_worker) return kGoOn;
   std::string holder, error;
-  if (!LockDataDir(data, &holder, &error)) {
+  *lock_fd = LockDataDir(data, kOrphanWaitS, &holder, &error);
+  if (*lock_fd < 0) {
     if (!error.empty()) {
       fprintf(stderr, "crawld: cannot lock the data directory: %s\n",
               error.c_str());
@@ -368,12 +400,14 @@ void WriteCrawlReports(const std::string& data, const std::string& why) {
 
 int RunAsSupervisor(const crawld::conf::Config& config, const Args& a,
                     const crawld::conf::SeedList& seeds, int worker_count,
-                    int drainers, bool leaving, const char* argv0) {
+                    int drainers, bool leaving, int lock_fd,
+                    const char* argv0) {
   const std::string& data = config.crawl.data_dir;
   crawld::daemon::SupervisorOptions so;
   so.config = config;
   so.workers = leaving ? 0 : worker_count;
   so.drainers = drainers;
+  so.data_lock_fd = lock_fd;
   so.first_worker = config.cluster.node_id * worker_count;
   so.total_workers = config.cluster.nodes * worker_count;
   so.config_file = data + "/crawl.toml";
@@ -459,7 +493,10 @@ int main(int argc, char** argv) {
   crawld::conf::SeedList seeds;
   if (int rc = LoadInputs(args, config, &seeds); rc != kGoOn) return rc;
   const bool is_worker = args.worker_id >= 0;
-  if (int rc = PrepareDataDir(config, is_worker); rc != kGoOn) return rc;
+  int lock_fd = -1;
+  if (int rc = PrepareDataDir(config, is_worker, &lock_fd); rc != kGoOn) {
+    return rc;
+  }
   // 0 means one worker per core. A worker is started with the ring's size
   // (all nodes' workers) as --workers.
   const int worker_count =
@@ -493,7 +530,7 @@ int main(int argc, char** argv) {
   const int rc =
       !is_worker && (worker_count > 1 || clustered || drainers > 0)
           ? RunAsSupervisor(config, args, seeds, worker_count, drainers,
-                            leaving, argv[0])
+                            leaving, lock_fd, argv[0])
           : RunAsWorker(config, args, std::move(seeds), worker_count);
   ares_library_cleanup();
   curl_global_cleanup();

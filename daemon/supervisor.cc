@@ -144,7 +144,7 @@ Status Supervisor::Spawn(Child& c) {
   c.pipe = new uv_pipe_t;
   uv_pipe_init(&loop_, c.pipe, 0);
   c.pipe->data = &c;
-  uv_stdio_container_t stdio[4];
+  uv_stdio_container_t stdio[5];
   stdio[0].flags = UV_IGNORE;
   stdio[1].flags = UV_INHERIT_FD;
   stdio[1].data.fd = 1;
@@ -153,10 +153,14 @@ Status Supervisor::Spawn(Child& c) {
   stdio[3].flags = static_cast<uv_stdio_flags>(
       UV_CREATE_PIPE | UV_READABLE_PIPE | UV_WRITABLE_PIPE);
   stdio[3].data.stream = reinterpret_cast<uv_stream_t*>(c.pipe);
+  // The data directory's lock, held by the worker too (see
+  // SupervisorOptions::data_lock_fd); the worker never touches it.
+  stdio[4].flags = UV_INHERIT_FD;
+  stdio[4].data.fd = opt_.data_lock_fd;
   uv_process_options_t po{};
   po.file = opt_.crawld_path.c_str();
   po.args = argv.data();
-  po.stdio_count = 4;
+  po.stdio_count = opt_.data_lock_fd >= 0 ? 5 : 4;
   po.stdio = stdio;
   po.exit_cb = [](uv_process_t* p, int64_t status, int signal) {
     Child* child = static_cast<Child*>(p->data);

@@ -47,6 +47,11 @@ struct SupervisorOptions {
   // each hands everything it holds to the ring's workers and stops
   // (fewer workers than before, or a node leaving the crawl).
   int drainers = 0;
+  // The descriptor holding the data directory's lock (<data>/run/lock):
+  // every worker inherits it (as its descriptor 4), so that the lock holds
+  // while any process of the crawl lives, a killed supervisor included.
+  // -1: none.
+  int data_lock_fd = -1;
   // Global id of this node's first worker and the ring's size (all nodes'
   // workers); one node: 0 and `workers`.
   int first_worker = 0;

@@ -78,6 +78,88 @@ class KillNine(unittest.TestCase):
             self.assertEqual(set(counts), manifest, f"seed {seed}")
 
 
+def children(pid):
+    """The PIDs of a process's children (Linux /proc)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def alive(pid):
+    """True while `pid` runs (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+class SupervisorKilled(unittest.TestCase):
+    """kill -9 of the supervisor (the default layout: several workers): its
+    workers notice, stop at a checkpoint and exit; a crawl started at once
+    on the same data directory waits for them instead of running beside
+    them (two crawls writing one directory fetch pages again and again).
+    One old worker is held stopped (SIGSTOP) to make that window long."""
+
+    def test_a_restart_waits_for_the_workers_of_a_killed_supervisor(self):
+        settings = dict(SETTINGS, **{"workers.count": 2})
+        farm_cfg = FARM.replace("pages = 100", "pages = 30")
+        with harness.Webfarm(farm_cfg) as farm, \
+                harness.Dnsmasq(farm.hosts_file) as dns:
+            data = tempfile.mkdtemp(prefix="crawld-sup-kill9-")
+            proc, _ = crawl_util.start_crawl(farm, dns, data_dir=data,
+                                             **settings)
+            deadline = time.monotonic() + 60
+            while (len(farm.requests()) < 100 and proc.poll() is None and
+                   time.monotonic() < deadline):
+                time.sleep(0.05)
+            old = children(proc.pid)
+            self.assertIsNone(proc.poll(), "the crawl ended too soon")
+            self.assertEqual(len(old), 2, old)
+            held = old[0]
+            os.kill(held, signal.SIGSTOP)
+            try:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+                again, _ = crawl_util.start_crawl(farm, dns, data_dir=data,
+                                                  **settings)
+                # Two seconds with the old worker alive: the new crawl
+                # must start no worker of its own, and say why it waits.
+                end = time.monotonic() + 2
+                while time.monotonic() < end and again.poll() is None:
+                    self.assertEqual(children(again.pid), [],
+                                     "a worker started beside the old one")
+                    time.sleep(0.05)
+                self.assertIsNone(again.poll())
+                with open(os.path.join(data, "stderr.txt")) as f:
+                    self.assertIn("waiting up to", f.read())
+            finally:
+                os.kill(held, signal.SIGCONT)
+            # Released, the old worker stops; then the new crawl runs.
+            end = time.monotonic() + 60
+            while any(alive(p) for p in old) and time.monotonic() < end:
+                time.sleep(0.05)
+            self.assertFalse(any(alive(p) for p in old), "old workers live")
+            result = crawl_util.finish_crawl(again, data, timeout=300)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(result.summary["stop_reason"], "done")
+            files = sorted(glob.glob(os.path.join(data, "warc", "*.warc.gz")))
+            verify = crawl_util.crawlctl("warc", "verify", *files)
+            self.assertEqual(verify.returncode, 0, verify.stdout)
+            counts = collections.Counter()
+            for path in files:
+                for r in crawl_util.read_warc(path):
+                    h = r["headers"]
+                    if h.get("warc-type") in ("response", "revisit"):
+                        uri = h["warc-target-uri"]
+                        if not uri.endswith("/robots.txt"):
+                            counts[uri] += 1
+            self.assertEqual(set(counts), set(farm.manifest()))
+            self.assertEqual({u: n for u, n in counts.items() if n > 2}, {})
+
+
 class TrapBudgetAcrossKills(unittest.TestCase):
     """Issue 14: a host's URL budget (traps.host_budget) holds over the
     crawl, not per process: five kill -9 restarts grant no fresh budget.
