@@ -158,6 +158,7 @@ EnterResult CrawlPath::Admit(const url::Url& canon, const Candidate& c) {
 // --- 8. schedule ------------------------------------------------------------
 
 void CrawlPath::Pump() {
+  if (replaying_) return;  // the caller pumps once the replay is over
   const int64_t now = parts_.clock->MonotonicUs();
   // Waiters at the IP gate run even while not accepting: they hold host
   // slots, and a crawl ends only when every job has finished.

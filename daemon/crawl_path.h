@@ -240,6 +240,13 @@ class CrawlPath {
   // URL is fetched again instead: its body is elsewhere.
   void Replay(const std::string& uri, fetcher::Response* response,
               const store::PageMetadata* metadata);
+  // Around a whole replay: while it lasts, Pump() dispatches nothing. A
+  // replayed page's links are followed (and that pumps); a queue head
+  // dispatched then could be a page whose record comes later in the WARC,
+  // not yet replayed and so not yet marked to skip: fetched again
+  // (recovery.KillNine, one page in sixty after eight kills).
+  void BeginReplay() { replaying_ = true; }
+  void EndReplay() { replaying_ = false; }
   // The URL with this fingerprint was recorded after the checkpoint: when
   // it comes out of its queue it is skipped, once.
   void SkipOnce(uint64_t fingerprint) { skip_.insert(fingerprint); }
@@ -341,6 +348,7 @@ class CrawlPath {
   uint64_t next_job_id_ = 1;
   std::unordered_map<uint64_t, std::unique_ptr<Job>> jobs_;
   std::unordered_set<uint64_t> skip_;
+  bool replaying_ = false;  // BeginReplay() .. EndReplay()
   std::unique_ptr<ProcessorRegistry> replay_parsers_;  // made at first use
   // Sitemaps entered per host key (sitemaps_per_host); for this run.
   std::unordered_map<std::string, size_t> sitemaps_entered_;

@@ -207,8 +207,11 @@ Result<int> Recovery::Recover() {
   if (!st.meta.settle_file.empty() && parts_.documents != nullptr) {
     SettleBefore(st.meta);
   }
+  // Nothing is dispatched before every record is replayed (BeginReplay).
+  parts_.path->BeginReplay();
   const uint64_t replayed =
       ReplayWarcs(st.meta.warc_file, st.meta.warc_size, &truncated);
+  parts_.path->EndReplay();
   parts_.stats->Count("recovered_records", replayed);
   if (parts_.peers != nullptr) parts_.peers->ReplayInboxLog();
   parts_.log->Write(

@@ -1288,6 +1288,48 @@ TEST(WorkerRecovery, Issue13_ReplaySettlesClaimsBeforeTheFirstFetch) {
   EXPECT_EQ(responses, 1);
 }
 
+// recovery.KillNine (5,000 pages, eight kills): about one recorded page in
+// sixty came out fetched twice. Replaying a record follows its links, and
+// following links pumped the frontier: the queue heads were dispatched in
+// the middle of the replay, before the records after that one were
+// replayed, so a page recorded later in the WARC (still queued as of the
+// checkpoint) was fetched again. Nothing may be dispatched until the
+// replay is over.
+TEST(WorkerRecovery, NothingIsDispatchedBeforeTheReplayIsOver) {
+  const std::string dir = TempDir();
+  {
+    World w(Cfg(), dir, /*checkpoints=*/true);
+    w.KeepDir();
+    w.web.pages["http://a.test/"] = Html("<a href=/next>next</a>");
+    w.web.pages["http://a.test/next"] = Html("<p>end</p>");
+    w.web.pages["http://b.test/"] = Html("<p>b</p>");
+    w.web.pages["http://a.test/first"] = Html("<p>a first</p>");
+    w.web.pages["http://b.test/first"] = Html("<p>b first</p>");
+    // First both robots.txt, so that the next start has them.
+    w.Seed("http://a.test/first");
+    w.Seed("http://b.test/first");
+    w.Run();
+    w.Seed("http://a.test/");
+    w.Seed("http://b.test/");
+    // The checkpoint holds both pages queued; both are then recorded (a.test
+    // first: its record, with a link, comes before b.test's in the WARC) and
+    // the process dies before the next checkpoint.
+    ASSERT_TRUE(w.recovery->Checkpoint("start").ok());
+    w.Run();
+    ASSERT_EQ(w.web.Count("http://b.test/"), 1);
+  }
+  World w(Cfg(), dir, /*checkpoints=*/true);
+  w.web.pages["http://a.test/"] = Html("<a href=/next>next</a>");
+  w.web.pages["http://a.test/next"] = Html("<p>end</p>");
+  w.web.pages["http://b.test/"] = Html("<p>b</p>");
+  ASSERT_TRUE(w.recovery->Recover().ok());
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://a.test/"), 0);
+  EXPECT_EQ(w.web.Count("http://b.test/"), 0) << "fetched again";
+  EXPECT_EQ(w.web.Count("http://a.test/next"), 0);
+  EXPECT_EQ(w.RecordsOf("response", "http://b.test/"), 1);
+}
+
 // Issue 13 (recovery.KillNine, seed 77643): a worker killed right after it
 // created a WARC file, before the file's warcinfo reached the disk, left an
 // empty file, which is no WARC. Recovery removes it (and only such files:
