@@ -16,8 +16,8 @@ namespace crawld::daemon {
 
 enum class Level { kDebug, kInfo, kWarn, kError };
 
-// Owned by one loop; not thread-safe. Writes are buffered by stdio and
-// flushed by Flush() (the worker calls it on every progress tick and at exit).
+// Owned by one loop; not thread-safe. Each line reaches the OS as it is
+// written (line-buffered), so a killed process loses no line it logged.
 class EventLog {
  public:
   using Field = std::pair<std::string_view, std::string_view>;
