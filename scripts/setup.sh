@@ -45,19 +45,23 @@ else
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# The console test's Node packages, exactly as locked (no browser download:
-# the test points playwright-core at /usr/bin/chromium), with the machine's
-# Node.js and npm. Skipped when node_modules was installed from this lock.
-console_dir="$(cd "$(dirname "$0")/../tests/console" && pwd)"
-stamp="$console_dir/node_modules/.crawld-lock"
-if ! cmp -s "$console_dir/package-lock.json" "$stamp" 2>/dev/null; then
-  if ! command -v npm >/dev/null; then
-    # A machine without Node.js: Debian's (18 on Debian 12) is enough.
-    echo "setup: installing Debian's nodejs and npm for tests/console"
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
+# The Node packages of the tests, exactly as locked, with the machine's
+# Node.js and npm: tests/console (playwright-core; no browser download, the
+# test points it at /usr/bin/chromium) and tests/warcio (warcio.js, the
+# independent WARC reader of tests/integration). Each is skipped when its
+# node_modules was installed from its lock.
+for node_dir in console warcio; do
+  dir="$(cd "$(dirname "$0")/../tests/$node_dir" && pwd)"
+  stamp="$dir/node_modules/.crawld-lock"
+  if ! cmp -s "$dir/package-lock.json" "$stamp" 2>/dev/null; then
+    if ! command -v npm >/dev/null; then
+      # A machine without Node.js: Debian's (18 on Debian 12) is enough.
+      echo "setup: installing Debian's nodejs and npm for tests/$node_dir"
+      export DEBIAN_FRONTEND=noninteractive
+      $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
+    fi
+    echo "setup: npm ci in tests/$node_dir"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    cp "$dir/package-lock.json" "$stamp"
   fi
-  echo "setup: npm ci in tests/console"
-  (cd "$console_dir" && npm ci --no-audit --no-fund --loglevel=error)
-  cp "$console_dir/package-lock.json" "$stamp"
-fi
+done

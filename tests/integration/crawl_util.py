@@ -169,6 +169,29 @@ def crawlctl(*args, input_text=None, timeout=120):
                           timeout=timeout)
 
 
+_WARCIO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           "..", "warcio")
+
+
+def warcio_check(*files, timeout=300):
+    """Reads the WARC files with warcio.js (tests/warcio/check.mjs), a reader
+    independent of crawld's: every record parsed, block and payload digests
+    recomputed, HTTP messages parsed, revisits' references resolved among
+    `files`. Returns (ok, summary dict, output). Node.js and the locked
+    packages come from scripts/setup.sh; their absence is a failure, not a
+    skip."""
+    script = os.path.join(_WARCIO_DIR, "check.mjs")
+    if not os.path.isdir(os.path.join(_WARCIO_DIR, "node_modules", "warcio")):
+        return False, {}, "tests/warcio/node_modules missing: run scripts/setup.sh"
+    proc = subprocess.run(["node", script, *files], capture_output=True,
+                          text=True, timeout=timeout)
+    try:
+        summary = json.loads(proc.stdout)
+    except ValueError:
+        summary = {}
+    return proc.returncode == 0, summary, proc.stdout + proc.stderr
+
+
 # ---------------------------------------------------------------- additions
 # (issues 3 and 4: the event log, crawls to signal, start-up failures)
 

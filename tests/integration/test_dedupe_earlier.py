@@ -89,6 +89,12 @@ class DedupeEarlier(unittest.TestCase):
                          old_revisit_ids, set())
         verify = crawl_util.crawlctl("warc", "verify", *second.warc_files())
         self.assertEqual(verify.returncode, 0, verify.stdout + verify.stderr)
+        # warcio.js reads both crawls; each revisit of the second refers to
+        # a record it finds in the first's files, with the same digest.
+        ok, summary, out = crawl_util.warcio_check(*first.warc_files(),
+                                                   *second.warc_files())
+        self.assertTrue(ok, out)
+        self.assertGreater(summary["counts"].get("revisit", 0), 0, out)
 
     def test_a_missing_earlier_crawl_stops_the_start_with_its_name(self):
         with harness.Webfarm(FARM) as farm, \

@@ -303,6 +303,10 @@ class Http2Crawl(unittest.TestCase):
 
         verify = crawl_util.crawlctl("warc", "verify", *result.warc_files())
         self.assertEqual(verify.returncode, 0, verify.stdout + verify.stderr)
+        # h2 exchanges recorded as HTTP/1.1-style messages: warcio.js
+        # parses them as any archival reader would.
+        ok, _, out = crawl_util.warcio_check(*result.warc_files())
+        self.assertTrue(ok, out)
 
         # The servers' side: one request of a host in flight at a time, and
         # each URL asked once (robots.txt first).
@@ -482,6 +486,10 @@ class BrokenH2(unittest.TestCase):
                          result.summary)
         verify = crawl_util.crawlctl("warc", "verify", *result.warc_files())
         self.assertEqual(verify.returncode, 0, verify.stdout + verify.stderr)
+        # h2 exchanges recorded as HTTP/1.1-style messages: warcio.js
+        # parses them as any archival reader would.
+        ok, _, out = crawl_util.warcio_check(*result.warc_files())
+        self.assertTrue(ok, out)
 
 
 if __name__ == "__main__":

@@ -61,6 +61,9 @@ class KillNine(unittest.TestCase):
             verify = crawl_util.crawlctl("warc", "verify", *files)
             self.assertEqual(verify.returncode, 0,
                              f"seed {seed}: {verify.stdout}{verify.stderr}")
+            # Files cut after kills read whole with warcio.js too.
+            ok, _, out = crawl_util.warcio_check(*files)
+            self.assertTrue(ok, f"seed {seed}: {out}")
             counts = collections.Counter()
             for path in files:
                 for r in crawl_util.read_warc(path):

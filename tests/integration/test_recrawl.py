@@ -162,6 +162,13 @@ class Recrawl(unittest.TestCase):
 
         verify = crawl_util.crawlctl("warc", "verify", *result.warc_files())
         self.assertEqual(verify.returncode, 0, verify.stdout + verify.stderr)
+        # warcio.js reads them too, server-not-modified revisits included,
+        # each referring to a record among these files.
+        ok, summary, out = crawl_util.warcio_check(*result.warc_files())
+        self.assertTrue(ok, out)
+        self.assertGreater(summary["profiles"].get(
+            "http://netpreserve.org/warc/1.1/revisit/server-not-modified", 0),
+            0, out)
 
 
 if __name__ == "__main__":
