@@ -122,6 +122,10 @@ Status Recovery::Checkpoint(const char* why) {
       [&in_flight](const std::string& host_key, const frontier::Item& item) {
         in_flight.emplace_back(host_key, item);
       });
+  // The queues are replaced before the seen store is flushed (a URL must
+  // never be seen without being queued); the mark says, after a kill
+  // between the two, that the queues may be ahead (Recover repairs it).
+  if (Status s = parts_.seen->BeginCheckpoint(); !s.ok()) return s;
   if (Status s = parts_.frontier->Checkpoint(in_flight); !s.ok()) return s;
   if (Status s = parts_.seen->Flush(); !s.ok()) return s;
 
@@ -203,6 +207,12 @@ Result<int> Recovery::Recover() {
   // Sent to other workers and not acknowledged at the checkpoint: again.
   if (parts_.peers != nullptr) parts_.peers->Resend(st.outbox);
 
+  // Killed between the queues and the seen store of a checkpoint: the
+  // queues hold URLs the seen store does not know, and the replay below
+  // would queue them again (fetched twice). They go into it first.
+  if (parts_.seen->checkpoint_interrupted()) {
+    if (Status s = RepairSeen(); !s.ok()) return s;
+  }
   uint64_t truncated = 0;
   if (!st.meta.settle_file.empty() && parts_.documents != nullptr) {
     SettleBefore(st.meta);
@@ -223,6 +233,30 @@ Result<int> Recovery::Recover() {
        {"truncated_files", std::to_string(truncated)},
        {"ms", std::to_string((parts_.clock->MonotonicUs() - t0) / 1000)}});
   return std::max(1, st.meta.workers);
+}
+
+Status Recovery::RepairSeen() {
+  uint64_t queued = 0, added = 0;
+  Status inserted = Status::Ok();
+  Status read = parts_.frontier->ForEachQueued(
+      [&](std::string_view host_key, const frontier::Item& item) {
+        ++queued;
+        Result<bool> fresh =
+            parts_.seen->InsertIfNew(SeenHostHash(host_key), item.fingerprint);
+        if (!fresh.ok()) {
+          inserted = fresh.status();
+        } else if (*fresh) {
+          ++added;
+        }
+      });
+  parts_.stats->Count("seen_repaired", added);
+  parts_.log->Write(Level::kWarn, "seen_repaired",
+                    {{"queued", std::to_string(queued)},
+                     {"added", std::to_string(added)},
+                     {"error", read.ok() ? "" : read.ToString()}});
+  // An unreadable chunk is lost to the queue as well (counted by the
+  // frontier when its queue reaches it): not a reason to stop.
+  return inserted;
 }
 
 void Recovery::SettleBefore(const checkpoint::CrawlMeta& meta) {

@@ -18,7 +18,11 @@
 #ifndef CRAWLD_DAEMON_RECOVERY_H_
 #define CRAWLD_DAEMON_RECOVERY_H_
 
+#include <xxhash.h>
+
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -36,6 +40,12 @@
 #include "store/store.h"
 
 namespace crawld::daemon {
+
+// The URL-seen store's host hash of a frontier host key
+// (scheme://host:port): every caller must agree on it.
+inline uint64_t SeenHostHash(std::string_view host_key) {
+  return XXH3_64bits(host_key.data(), host_key.size());
+}
 
 // This worker's WARC files in `warc_dir` (the worker id is in the name),
 // oldest first, as basenames.
@@ -89,6 +99,9 @@ class Recovery {
                            std::vector<std::string>* robots_dirty);
   // Settles the claims of the records from meta's settle position up to
   // its WARC position (Documents::OldestUnsettled).
+  // Puts every queued URL into the seen store (after a checkpoint killed
+  // between its queues and its seen store).
+  [[nodiscard]] Status RepairSeen();
   void SettleBefore(const checkpoint::CrawlMeta& meta);
   uint64_t ReplayWarcs(const std::string& from_file, uint64_t from_offset,
                        uint64_t* truncated_files);

@@ -40,8 +40,7 @@ std::string HostOf(std::string_view url) {
 
 bool WorkerSeen::InsertIfNew(std::string_view host_key, uint64_t fp) {
   if (store_ == nullptr) return memory_->InsertIfNew(fp);
-  Result<bool> r =
-      store_->InsertIfNew(XXH3_64bits(host_key.data(), host_key.size()), fp);
+  Result<bool> r = store_->InsertIfNew(SeenHostHash(host_key), fp);
   if (r.ok()) return *r;
   // Better a URL fetched twice than one lost: an unreadable store says new.
   stats_->Count("seen_store_error");

@@ -247,6 +247,17 @@ class UrlSeenStore {
   // not per URL). On error the buffered fingerprints stay buffered and a
   // later Flush() retries them.
   [[nodiscard]] Status Flush();
+  // For a flush_only store whose Flush() follows another component's
+  // checkpoint step (the frontier's queues): marks the store "checkpoint
+  // begun" on disk before that step, and the next Flush() clears the mark
+  // in its batch. A process killed in between leaves the mark, and the next
+  // Open() reports it (checkpoint_interrupted()): the queues may then hold
+  // URLs this store does not know, which the caller should insert again
+  // before it trusts InsertIfNew() to find what is queued.
+  [[nodiscard]] Status BeginCheckpoint();
+  // True when Open() found the mark of a checkpoint that began and did not
+  // reach its Flush() (see BeginCheckpoint()).
+  [[nodiscard]] bool checkpoint_interrupted() const;
   // Flush(), saves the exact table (`seen.table`), then releases the
   // database and the table's memory. Later calls fail with
   // kFailedPrecondition. Idempotent. If the batch cannot be written the

@@ -36,6 +36,8 @@ constexpr char kFingerprintTag = 'f';
 constexpr size_t kKeySize = 17;  // tag + host_hash + fingerprint
 constexpr std::string_view kEpochKey = "m:epoch";
 constexpr std::string_view kCountKey = "m:count";
+// Present from BeginCheckpoint() to the Flush() after it (no value).
+constexpr std::string_view kCheckpointKey = "m:checkpointing";
 constexpr const char* kBloomFile = "seen.bloom";
 constexpr const char* kBloomTmpFile = "seen.bloom.tmp";
 constexpr const char* kTableFile = "seen.table";
@@ -246,6 +248,10 @@ struct UrlSeenStore::Rep {
   uint64_t stored = 0;  // fingerprints in LevelDB
   uint64_t epoch = 0;   // LevelDB writes ever made by this store's directory
   bool closed = false;
+  // kCheckpointKey is on disk (set, or found at Open); the next Flush()
+  // deletes it.
+  bool checkpoint_marked = false;
+  bool checkpoint_interrupted = false;  // found at Open
 
   uint64_t lookups = 0;
   uint64_t store_reads = 0;
@@ -649,6 +655,17 @@ Result<std::unique_ptr<UrlSeenStore>> UrlSeenStore::Open(
   if (!count.ok()) return count.status();
   rep->epoch = *epoch;
   rep->stored = *count;
+  {
+    std::string value;
+    leveldb::Status mark = rep->db->Get(
+        leveldb::ReadOptions(),
+        ToSlice(kCheckpointKey.data(), kCheckpointKey.size()), &value);
+    if (!mark.ok() && !mark.IsNotFound()) {
+      return Translate(mark, "read checkpoint mark");
+    }
+    rep->checkpoint_interrupted = mark.ok();
+    rep->checkpoint_marked = mark.ok();
+  }
   rep->bloom_loaded = rep->LoadBloom();
   if (rep->bloom_loaded) {
     rep->saved_epoch = rep->epoch;
@@ -710,8 +727,46 @@ Result<bool> UrlSeenStore::Contains(uint64_t host_hash, uint64_t fingerprint) {
 Status UrlSeenStore::Flush() {
   Rep& r = *rep_;
   if (Status s = r.CheckOpen(); !s.ok()) return s;
+  const leveldb::Slice mark(kCheckpointKey.data(), kCheckpointKey.size());
+  if (r.checkpoint_marked && !r.pending_slots.empty()) {
+    // Cleared in the same batch as the fingerprints: never one without
+    // the other. (A failed write keeps the delete in the batch.)
+    r.batch.Delete(mark);
+  }
+  const bool with_batch = !r.pending_slots.empty();
   if (Status s = r.WritePending(); !s.ok()) return s;
+  if (r.checkpoint_marked && !with_batch) {
+    leveldb::WriteBatch b;
+    b.Delete(mark);
+    if (Status s = Translate(r.db->Write(r.write_options, &b), "write batch");
+        !s.ok()) {
+      return s;
+    }
+  }
+  r.checkpoint_marked = false;
   return r.SaveBloom();
+}
+
+Status UrlSeenStore::BeginCheckpoint() {
+  Rep& r = *rep_;
+  if (Status s = r.CheckOpen(); !s.ok()) return s;
+  if (r.checkpoint_marked) return Status::Ok();
+  // Not synced, as the fingerprints are not: LevelDB's log is with the OS
+  // when Put returns, which is what a kill -9 needs.
+  if (Status s = Translate(
+          r.db->Put(r.write_options,
+                    ToSlice(kCheckpointKey.data(), kCheckpointKey.size()),
+                    leveldb::Slice()),
+          "write checkpoint mark");
+      !s.ok()) {
+    return s;
+  }
+  r.checkpoint_marked = true;
+  return Status::Ok();
+}
+
+bool UrlSeenStore::checkpoint_interrupted() const {
+  return rep_->checkpoint_interrupted;
 }
 
 Status UrlSeenStore::Close() {

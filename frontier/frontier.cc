@@ -995,6 +995,27 @@ void Frontier::Retire(std::string_view host_key) {
   Reschedule(host);
 }
 
+Status Frontier::ForEachQueued(
+    const std::function<void(std::string_view, const Item&)>& visit) const {
+  Status result = Status::Ok();
+  std::vector<Item> items;
+  for (const auto& [key, hp] : hosts_) {
+    const HostState& h = *hp;
+    if (h.queued == 0) continue;
+    for (const Item& item : h.head) visit(key, item);
+    for (const ChunkRef& ref : h.chunks) {
+      items.clear();
+      if (Status s = store_->Read(ref, &items); !s.ok()) {
+        result = s;
+        continue;
+      }
+      for (const Item& item : items) visit(key, item);
+    }
+    for (const Item& item : h.tail) visit(key, item);
+  }
+  return result;
+}
+
 Status Frontier::TakeQueue(std::string_view host_key,
                            const std::function<void(Item&&)>& out) {
   HostState* host = Find(host_key);

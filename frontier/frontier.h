@@ -356,6 +356,17 @@ class Frontier {
   Status TakeQueue(std::string_view host_key,
                    const std::function<void(Item&&)>& out);
 
+  // Calls `visit` with every queued item of every host (memory and
+  // spilled; spilled chunks are read back, the queues stay as they are),
+  // for a recovery that must know what is queued. O(queued items) and
+  // their spill reads: not for the crawl path. A chunk that cannot be read
+  // makes the result IOError after every readable item was visited (it is
+  // counted when its queue reaches it). `visit` must not change the
+  // frontier.
+  [[nodiscard]] Status ForEachQueued(
+      const std::function<void(std::string_view host_key, const Item&)>& visit)
+      const;
+
   // The keys of every host with queued items (any order).
   std::vector<std::string> QueuedHosts() const;
 

@@ -452,6 +452,17 @@ class World {
   void Flush() { (void)warc_->Flush(); }
 
   void KeepDir() { remove_dir_ = false; }
+  // A checkpoint killed after it wrote the queues and before the seen
+  // store's flush and the crawl state (Recovery::Checkpoint's steps 2-3).
+  void CheckpointKilledAfterTheQueues() {
+    ASSERT_TRUE(seen_store_->BeginCheckpoint().ok());
+    std::vector<std::pair<std::string, frontier::Item>> in_flight;
+    path->ForEachInFlight(
+        [&](const std::string& key, const frontier::Item& item) {
+          in_flight.emplace_back(key, item);
+        });
+    ASSERT_TRUE(frontier_->Checkpoint(in_flight).ok());
+  }
   // Every off-loop task (parse, robots.txt parse, record write) takes this
   // long from now on.
   void SetWorkTime(int64_t us) { pool_.work_us = us; }
@@ -473,8 +484,7 @@ class World {
     explicit SeenAdapter(dedupe::UrlSeenStore* store) : store_(store) {}
     bool InsertIfNew(std::string_view host_key, uint64_t fp) override {
       if (store_ == nullptr) return memory_.insert(fp).second;
-      (void)host_key;
-      Result<bool> r = store_->InsertIfNew(0, fp);
+      Result<bool> r = store_->InsertIfNew(SeenHostHash(host_key), fp);
       return !r.ok() || *r;
     }
 
@@ -1328,6 +1338,48 @@ TEST(WorkerRecovery, NothingIsDispatchedBeforeTheReplayIsOver) {
   EXPECT_EQ(w.web.Count("http://b.test/"), 0) << "fetched again";
   EXPECT_EQ(w.web.Count("http://a.test/next"), 0);
   EXPECT_EQ(w.RecordsOf("response", "http://b.test/"), 1);
+}
+
+// recovery.KillNine (one run in twelve of eight kills: 177 pages stored
+// twice in one run): a kill between a checkpoint's queues and its seen
+// store left queued URLs the seen store did not know; the replay of the
+// page that linked them queued them again, and both copies were fetched.
+// Recovery now puts the queued URLs into the seen store first.
+TEST(WorkerRecovery, AKillBetweenTheQueuesAndTheSeenStoreFetchesNothingTwice) {
+  const std::string dir = TempDir();
+  auto web = [](World& w) {
+    w.web.pages["http://a.test/first"] = Html("<p>warm-up</p>");
+    w.web.pages["http://a.test/"] =
+        Html("<a href=/l1>1</a><a href=/l2>2</a><a href=/l3>3</a>");
+    for (const char* p : {"/l1", "/l2", "/l3"}) {
+      w.web.pages[std::string("http://a.test") + p] = Html(p);
+    }
+  };
+  {
+    World w(Cfg(), dir, /*checkpoints=*/true);
+    w.KeepDir();
+    web(w);
+    w.Seed("http://a.test/first");  // robots.txt first, for the next start
+    w.Run();
+    w.clock.now += kS;  // past the host's delay
+    w.Seed("http://a.test/");
+    ASSERT_TRUE(w.recovery->Checkpoint("interval").ok());
+    // a.test/ is fetched and recorded, its links queued; the next fetch of
+    // the host waits 100 ms.
+    w.Run(50 * kMs);
+    ASSERT_EQ(w.web.Count("http://a.test/"), 1);
+    ASSERT_EQ(w.web.Count("http://a.test/l1"), 0);
+    w.CheckpointKilledAfterTheQueues();
+  }
+  World w(Cfg(), dir, /*checkpoints=*/true);
+  web(w);
+  ASSERT_TRUE(w.recovery->Recover().ok());
+  EXPECT_EQ(w.stats.count("seen_repaired"), 3);
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://a.test/"), 0);
+  for (const char* p : {"/l1", "/l2", "/l3"}) {
+    EXPECT_EQ(w.web.Count(std::string("http://a.test") + p), 1) << p;
+  }
 }
 
 // Issue 13 (recovery.KillNine, seed 77643): a worker killed right after it

@@ -949,5 +949,42 @@ TEST(UrlSeenStore, FlushOnlyKeepsNothingThatWasNotFlushed) {
   }
 }
 
+// The checkpoint mark: set by BeginCheckpoint(), cleared by the Flush()
+// after it, found by Open() when the process died in between (the queues
+// were then written and this store's fingerprints were not).
+TEST(UrlSeenStore, ACheckpointKilledBeforeItsFlushIsReportedAtOpen) {
+  TempDir dir;
+  Options o = SmallOptions(dir.path());
+  o.flush_only = true;
+  {
+    auto s = MustOpen(o);
+    EXPECT_FALSE(s->checkpoint_interrupted());
+    ASSERT_TRUE(*s->InsertIfNew(7, 1));
+    ASSERT_TRUE(s->BeginCheckpoint().ok());
+    ASSERT_TRUE(s->Flush().ok());
+    ASSERT_TRUE(*s->InsertIfNew(7, 2));
+    ASSERT_TRUE(s->BeginCheckpoint().ok());
+    // Killed here: no Flush().
+  }
+  {
+    auto s = MustOpen(o);
+    EXPECT_TRUE(s->checkpoint_interrupted());
+    EXPECT_FALSE(*s->InsertIfNew(7, 1));  // flushed before
+    EXPECT_TRUE(*s->InsertIfNew(7, 2));   // lost with the process
+    // The next Flush() clears the mark, even with nothing new (a start
+    // checkpoint right after the repair may have nothing to add).
+    ASSERT_TRUE(s->Flush().ok());
+  }
+  {
+    auto s = MustOpen(o);
+    EXPECT_FALSE(s->checkpoint_interrupted());
+    EXPECT_FALSE(*s->InsertIfNew(7, 2));
+    ASSERT_TRUE(s->BeginCheckpoint().ok());
+    ASSERT_TRUE(s->Flush().ok());  // nothing pending: the mark goes alone
+  }
+  auto s = MustOpen(o);
+  EXPECT_FALSE(s->checkpoint_interrupted());
+}
+
 }  // namespace
 }  // namespace crawld::dedupe
