@@ -70,7 +70,9 @@ class Peers final : public Router {
   // Router.
   int Owner(std::string_view host) const override;
   int self() const override { return options_.self; }
-  void Send(int to, cluster::UrlMessage message) override;
+  bool Send(int to, cluster::UrlMessage message) override;
+  [[nodiscard]] bool ForEachUnackedCapture(
+      const std::function<void(const std::string& url)>& fn) const override;
 
   // The supervisor's "go": URLs received before it are admitted now.
   void Go();
