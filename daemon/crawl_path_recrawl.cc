@@ -419,7 +419,12 @@ void CrawlPath::SweepSchedule() {
 void CrawlPath::SweepStep() {
   if (!sweeping_) return;
   Router* router = parts_.router;
-  std::vector<std::pair<uint64_t, recrawl::Capture>> moved;
+  struct Moved {
+    uint64_t fp;
+    recrawl::Capture capture;
+    int to;
+  };
+  std::vector<Moved> moved;
   size_t looked = 0;
   bool more = false;
   Status st = parts_.schedule->ForEachCapture(
@@ -432,15 +437,13 @@ void CrawlPath::SweepStep() {
         ++looked;
         sweep_after_ = fp;
         const std::string host = HostOfUrl(c.url);
-        if (!host.empty() && router->Owner(host) != router->self() &&
-            handoffs_.count(fp) == 0) {
-          moved.emplace_back(fp, std::move(c));
+        const int owner = host.empty() ? router->self() : router->Owner(host);
+        if (owner != router->self() && handoffs_.count(fp) == 0) {
+          moved.push_back({fp, std::move(c), owner});
         }
         return true;
       });
-  for (const auto& [fp, c] : moved) {
-    HandOff(fp, c, router->Owner(HostOfUrl(c.url)));
-  }
+  for (const Moved& m : moved) HandOff(m.fp, m.capture, m.to);
   if (!st.ok()) {
     // Not retried in a loop: the next start (or ring change) sweeps again,
     // and ReleaseDue hands over what is due meanwhile.
