@@ -63,6 +63,10 @@ namespace {
 // looks at most at this many captures per step (count): memory and the
 // exchange's queue stay bounded, a loop turn short.
 constexpr size_t kMaxSweepPending = 512;
+// Due URLs of moved hosts are handed over while fewer than this are
+// unacknowledged (count); past it (the exchange stalls) they stay leased
+// here and come due again: memory stays bounded, the revisit late.
+constexpr size_t kMaxPendingHandOffs = 4 * kMaxSweepPending;
 constexpr size_t kSweepStepCaptures = 256;
 // A validator longer than this is never sent back (AddValidators): not
 // carried either.
@@ -140,10 +144,13 @@ void CrawlPath::ReleaseDue() {
       const int owner = host.empty() ? router->self() : router->Owner(host);
       if (owner != router->self()) {
         // Its host moved: the new owner revisits it, due as it was.
-        if (handoffs_.count(fp) == 0) {
-          c.due_us = due_us;
-          HandOff(fp, c, owner);
+        if (handoffs_.count(fp) > 0) continue;  // on its way already
+        if (handoffs_.size() >= kMaxPendingHandOffs) {
+          stats_->Count("recrawl_handoff_deferred");
+          continue;
         }
+        c.due_us = due_us;
+        HandOff(fp, c, owner);
         continue;
       }
     }
