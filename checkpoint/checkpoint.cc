@@ -127,10 +127,17 @@ Status Store::ScanPrefix(
     std::string_view prefix,
     const std::function<bool(std::string_view, std::string_view)>& visit)
     const {
+  return ScanPrefixFrom(prefix, prefix, visit);
+}
+
+Status Store::ScanPrefixFrom(
+    std::string_view prefix, std::string_view start,
+    const std::function<bool(std::string_view, std::string_view)>& visit)
+    const {
   leveldb::ReadOptions ro;
   ro.fill_cache = false;  // a scan would evict the hot point-read blocks
   std::unique_ptr<leveldb::Iterator> it(rep_->db->NewIterator(ro));
-  for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
+  for (it->Seek(ToSlice(std::max(prefix, start))); it->Valid(); it->Next()) {
     const std::string_view key = ToView(it->key());
     if (key.substr(0, prefix.size()) != prefix) break;
     if (!visit(key, ToView(it->value()))) break;

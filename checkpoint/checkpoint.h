@@ -105,6 +105,13 @@ class Store {
       const std::function<bool(std::string_view key, std::string_view value)>&
           visit) const;
 
+  // As ScanPrefix, from the first key >= `start` (keys of `prefix` only):
+  // a scan resumed where an earlier one stopped costs no rescan.
+  [[nodiscard]] Status ScanPrefixFrom(
+      std::string_view prefix, std::string_view start,
+      const std::function<bool(std::string_view key, std::string_view value)>&
+          visit) const;
+
  private:
   struct Rep;
   explicit Store(std::unique_ptr<Rep> rep);

@@ -124,7 +124,20 @@ struct UrlMessage {
   // named it (cross-submission; at most 255 bytes).
   uint8_t sitemap_kind = 0;
   std::string sitemap_of;
+
+  // --- Recrawl hand-off (issue 17; docs/CLUSTER.md, "What travels") ---
+  // Not empty: the URL's recrawl schedule entry moving to the host's new
+  // owner (recrawl::EncodeCapture bytes, opaque here; at most
+  // MaxCaptureBytes()). The owner stores it in its schedule rather than
+  // queue the URL.
+  std::string capture;
 };
+
+// The largest capture a message may carry (bytes): two URLs (the page's and
+// the record's) and the rest, validators included, well under 64 KiB.
+[[nodiscard]] constexpr size_t MaxCaptureBytes(size_t max_url_bytes) {
+  return 2 * max_url_bytes + (64u << 10);
+}
 
 // Called by the inbox owner once a batch is durable (in the frontier). May be
 // called later, from any loop callback of the owner's loop, at most once;

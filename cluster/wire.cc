@@ -21,8 +21,13 @@ constexpr size_t kUrlFixedBytes = 1 + 2 + 8 + 4 + 2;
 constexpr uint8_t kSeenMarkFlag = 1;
 constexpr uint8_t kSitemapFlag = 2;       // frontier::ItemKind::kSitemap
 constexpr uint8_t kChildSitemapFlag = 4;  // frontier::ItemKind::kChildSitemap
+// --- Recrawl hand-off: with this flag, after everything above, u32
+// capture length, capture (UrlMessage::capture). A batch without it is
+// byte for byte what version 2 wrote before.
+constexpr uint8_t kCaptureFlag = 8;
+// --- end recrawl hand-off
 constexpr uint8_t kKnownFlags =
-    kSeenMarkFlag | kSitemapFlag | kChildSitemapFlag;
+    kSeenMarkFlag | kSitemapFlag | kChildSitemapFlag | kCaptureFlag;
 
 }  // namespace
 
@@ -55,7 +60,8 @@ void EncodeBatch(const BatchHeader& h, const std::vector<UrlMessage>& urls,
   size_t total = kHeaderBytes;
   for (const auto& m : urls) {
     total += kUrlFixedBytes + m.url.size() + m.seed_host.size() +
-             (m.sitemap_kind != 0 ? 1 + m.sitemap_of.size() : 0);
+             (m.sitemap_kind != 0 ? 1 + m.sitemap_of.size() : 0) +
+             (m.capture.empty() ? 0 : 4 + m.capture.size());
   }
   out->reserve(out->size() + total);
   out->push_back(static_cast<char>(kMagic));
@@ -68,6 +74,7 @@ void EncodeBatch(const BatchHeader& h, const std::vector<UrlMessage>& urls,
     uint8_t flags = m.seen_mark ? kSeenMarkFlag : 0;
     if (m.sitemap_kind == 1) flags |= kSitemapFlag;
     if (m.sitemap_kind == 2) flags |= kChildSitemapFlag;
+    if (!m.capture.empty()) flags |= kCaptureFlag;
     out->push_back(static_cast<char>(flags));
     out->push_back(static_cast<char>(m.depth & 0xff));
     out->push_back(static_cast<char>(m.depth >> 8));
@@ -84,6 +91,11 @@ void EncodeBatch(const BatchHeader& h, const std::vector<UrlMessage>& urls,
       const size_t of = std::min<size_t>(m.sitemap_of.size(), 0xff);
       out->push_back(static_cast<char>(of));
       out->append(m.sitemap_of, 0, of);
+    }
+    if ((flags & kCaptureFlag) != 0) {
+      // ValidateMessage kept it to MaxCaptureBytes.
+      PutU32(static_cast<uint32_t>(m.capture.size()), out);
+      out->append(m.capture);
     }
   }
 }
@@ -155,6 +167,24 @@ Status DecodeBatch(std::string_view in, BatchHeader* h,
       m.sitemap_of.assign(p + pos, of);
       pos += of;
     }
+    if ((flags & kCaptureFlag) != 0) {
+      if (in.size() - pos < 4) {
+        return Status::Corruption("batch: truncated capture");
+      }
+      const uint32_t clen = GetU32(p + pos);
+      pos += 4;
+      // Empty is never sent with the flag: a flag without a capture is not
+      // what EncodeBatch writes.
+      if (clen == 0 || clen > MaxCaptureBytes(max_url_bytes)) {
+        return Status::Corruption("batch: bad capture length " +
+                                  std::to_string(clen));
+      }
+      if (in.size() - pos < clen) {
+        return Status::Corruption("batch: truncated capture");
+      }
+      m.capture.assign(p + pos, clen);
+      pos += clen;
+    }
     urls->push_back(std::move(m));
   }
   if (pos != in.size()) return Status::Corruption("batch: trailing bytes");
@@ -197,6 +227,10 @@ Status ValidateMessage(const UrlMessage& m, const ExchangeOptions& o) {
   }
   if (m.sitemap_kind > 2 || m.sitemap_of.size() > 255) {
     return Status::InvalidArgument("exchange: bad sitemap kind or host");
+  }
+  if (m.capture.size() >
+      MaxCaptureBytes(static_cast<size_t>(o.max_url_bytes))) {
+    return Status::InvalidArgument("exchange: capture too long");
   }
   return Status::Ok();
 }

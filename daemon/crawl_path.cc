@@ -174,6 +174,14 @@ void CrawlPath::Pump() {
             stats_->pages + jobs_.size() >= options_.max_pages);
   };
   auto accepting = [this] { return !parts_.accepting || parts_.accepting(); };
+  if (parts_.schedule != nullptr && parts_.router != nullptr) {
+    // Recrawl hand-offs: the acknowledged ones forgotten here; the sweep
+    // a step further. Not held back by accepting(): a worker leaving the
+    // ring hands over before the supervisor's go (ready() waits for it),
+    // and the sweep bounds what it leaves unacknowledged itself.
+    SettleHandOffs(now);
+    SweepStep();
+  }
   if (accepting()) ReleaseDue();
   while (accepting() && !saturated()) {
     auto ready = frontier_->Pop(now);
@@ -190,6 +198,9 @@ void CrawlPath::ArmWaker(int64_t now, bool may_start) {
                 : INT64_MAX;
   // A waiter at the IP gate becomes due on its own clock.
   next = std::min(next, ip_gate_->RunReady(now));
+  // Recrawl hand-offs: the sweep's next step, the next look for acks.
+  if (sweeping_) next = std::min(next, now + 20'000);
+  if (!handoffs_.empty()) next = std::min(next, now + kSettleEveryUs);
   parts_.waker->WakeAt(next);
 }
 

@@ -121,7 +121,14 @@ class Router {
   // The ring's owner of `host` ( == self: this worker).
   [[nodiscard]] virtual int Owner(std::string_view host) const = 0;
   [[nodiscard]] virtual int self() const = 0;
-  virtual void Send(int to, cluster::UrlMessage message) = 0;
+  // False when the message was refused for good (invalid, counted); true
+  // when it is on its way or waits for room (and is then unacknowledged).
+  virtual bool Send(int to, cluster::UrlMessage message) = 0;
+  // Calls `fn` with the URL of every message carrying a capture (a recrawl
+  // hand-off) that is not acknowledged yet. False when that cannot be told
+  // (the exchange is closing): no hand-off may then be taken as done.
+  [[nodiscard]] virtual bool ForEachUnackedCapture(
+      const std::function<void(const std::string& url)>& fn) const = 0;
 };
 
 // The URL-seen test (step 6): the in-memory set, or the checkpointed store.
@@ -232,6 +239,22 @@ class CrawlPath {
   // The filter rules in force (not owned; kept until the next call).
   void SetRules(const conf::RuleSet* rules) { rules_ = rules; }
 
+  // Recrawl hand-off (crawl_path_recrawl.cc; docs/CHECKPOINT.md, "Recrawl
+  // schedule"): looks through the whole schedule, a step per Pump(), for
+  // URLs whose host another worker owns now, and hands each over with its
+  // capture. At start and when the ring changed: hosts moved.
+  void SweepSchedule();
+  // A capture handed over by a host's previous owner: kept in the schedule
+  // (the newest of the URL's), due when it was due there. Before the
+  // message is acknowledged.
+  void ReceiveCapture(const cluster::UrlMessage& message);
+  // Hand-offs sent and not yet acknowledged (count).
+  [[nodiscard]] size_t handoffs_pending() const { return handoffs_.size(); }
+  // The sweep still runs, or hand-offs wait for their acknowledgement.
+  [[nodiscard]] bool handing_off() const {
+    return sweeping_ || !handoffs_.empty();
+  }
+
   // Recovery: a response or revisit record of `uri` written after the
   // last checkpoint. Its URL is not fetched again (SkipOnce), and its links
   // (or its redirect) are followed again: from `metadata` (its metadata
@@ -261,7 +284,7 @@ class CrawlPath {
   // Nothing in flight, nothing the frontier could schedule, and (recrawl)
   // nothing scheduled to come back.
   [[nodiscard]] bool Idle() const {
-    return jobs_.empty() && frontier_->Idle() && !Scheduled();
+    return jobs_.empty() && frontier_->Idle() && !Scheduled() && !handing_off();
   }
   // Recrawl: URLs are scheduled for another visit (the crawl goes on).
   [[nodiscard]] bool Scheduled() const { return next_due_us_ != INT64_MAX; }
@@ -323,6 +346,14 @@ class CrawlPath {
   void Reschedule(Job* job);
   // What the recorder may write instead of a response (recorder.h).
   RecrawlWrite RecrawlWriteOf(Job* job);
+  // Hand-off: sends the capture of a URL whose host `to` owns (false: not
+  // sent, it stays here); then, once acknowledged, deletes it here
+  // (SettleHandOffs, at most every kSettleEveryUs); SweepStep hands over
+  // a slice of the sweep.
+  bool HandOff(uint64_t fingerprint, const recrawl::Capture& capture, int to);
+  void SettleHandOffs(int64_t now);
+  void SweepStep();
+  void RefreshNextDue();
   // The loop's time of the next due URL; INT64_MAX: none.
   [[nodiscard]] int64_t NextDueMonotonicUs(int64_t now) const;
 
@@ -358,6 +389,21 @@ class CrawlPath {
   size_t recrawl_queued_ = 0;
   // Due URLs wait for room in the frontier: no wake-up for them.
   bool release_blocked_ = false;
+  // Recrawl hand-off: captures sent and not yet acknowledged, by
+  // fingerprint: the URL, and the visit they are of (deleted here only
+  // while the schedule still holds that visit).
+  struct PendingHandOff {
+    std::string url;
+    int64_t fetched_us = 0;
+  };
+  std::unordered_map<uint64_t, PendingHandOff> handoffs_;
+  // Acknowledgements are looked for at most this often (monotonic us):
+  // each look walks the exchange's unacknowledged messages.
+  static constexpr int64_t kSettleEveryUs = 100'000;
+  int64_t next_settle_us_ = 0;  // monotonic
+  // The sweep: running, and the last fingerprint looked at (none yet).
+  bool sweeping_ = false;
+  std::optional<uint64_t> sweep_after_;
 };
 
 }  // namespace crawld::daemon

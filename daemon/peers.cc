@@ -22,7 +22,11 @@ std::string HostOf(std::string_view url) {
 checkpoint::RoutedUrl ToRouted(int to, const cluster::UrlMessage& m) {
   checkpoint::RoutedUrl r;
   r.to_worker = to;
-  r.seen_mark = m.seen_mark;
+  // A recrawl hand-off is kept in the outbox and the inbox log as what it
+  // also says, a page fetched already: its capture is durable elsewhere,
+  // in the receiver's schedule before the ack, and in the sender's until
+  // the ack (which hands it over again after a crash).
+  r.seen_mark = m.seen_mark || !m.capture.empty();
   r.url = m.url;
   r.seed_host = m.seed_host;
   r.depth = m.depth;
@@ -75,23 +79,38 @@ int Peers::Owner(std::string_view host) const { return ring_->Owner(host); }
 // --- out
 // ----------------------------------------------------------------------
 
-void Peers::Send(int to, cluster::UrlMessage m) {
+bool Peers::Send(int to, cluster::UrlMessage m) {
   stats_->Count("routed_out");
   auto& waiting = overflow_[static_cast<size_t>(to)];
   if (exchange_ != nullptr && waiting.empty()) {
     Status s = exchange_->Send(to, m);
-    if (s.ok()) return;
+    if (s.ok()) return true;
     if (s.code() != Status::Code::kResourceExhausted) {
       stats_->Count("route_refused");
       log_->Write(Level::kWarn, "route_refused",
                   {{"url", m.url}, {"error", s.ToString()}});
-      return;
+      return false;
     }
   }
   // Back-pressure (or the exchange is closing): kept, saved by the next
   // checkpoint, and no new fetch starts until it drained.
   waiting.push_back(std::move(m));
   ++overflow_urls_;
+  return true;
+}
+
+bool Peers::ForEachUnackedCapture(
+    const std::function<void(const std::string& url)>& fn) const {
+  if (exchange_ == nullptr) return false;
+  exchange_->ForEachUnacked([&fn](int, const cluster::UrlMessage& m) {
+    if (!m.capture.empty()) fn(m.url);
+  });
+  for (const auto& waiting : overflow_) {
+    for (const auto& m : waiting) {
+      if (!m.capture.empty()) fn(m.url);
+    }
+  }
+  return true;
 }
 
 void Peers::Drain(int to) {
@@ -169,7 +188,9 @@ void Peers::OnInbox(std::vector<cluster::UrlMessage>&& batch,
 }
 
 void Peers::Admit(const cluster::UrlMessage& m) {
-  if (!go_ && !m.seen_mark) {
+  // A capture only goes into the schedule (nothing is queued): stored at
+  // once, before the ack, so that its sender may forget it.
+  if (!go_ && !m.seen_mark && m.capture.empty()) {
     pre_go_.push_back(m);
     return;
   }

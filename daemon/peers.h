@@ -15,6 +15,9 @@
 // - Rebalance: on a start with another worker count, the queues of hosts
 //   this worker no longer owns are sent to their new owners, with a
 //   seen-mark for each page it fetched of them.
+// - Recrawl hand-off (crawl_path_recrawl.cc): a message with a capture is
+//   admitted at once, even before "go" (it only goes into the schedule);
+//   ForEachUnackedCapture() tells its sender when it is acknowledged.
 #ifndef CRAWLD_DAEMON_PEERS_H_
 #define CRAWLD_DAEMON_PEERS_H_
 
@@ -70,7 +73,9 @@ class Peers final : public Router {
   // Router.
   int Owner(std::string_view host) const override;
   int self() const override { return options_.self; }
-  void Send(int to, cluster::UrlMessage message) override;
+  bool Send(int to, cluster::UrlMessage message) override;
+  [[nodiscard]] bool ForEachUnackedCapture(
+      const std::function<void(const std::string& url)>& fn) const override;
 
   // The supervisor's "go": URLs received before it are admitted now.
   void Go();

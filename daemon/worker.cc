@@ -185,6 +185,10 @@ Result<CrawlSummary> Worker::Impl::Run() {
       peers_->Rebalance(frontier_.get(), paths, previous_workers_);
     }
   }
+  // Recrawl: the schedule entries of hosts other workers own now go to
+  // them. At every start, not only after a rebalance: a hand-off that a
+  // kill cut short is still here (a drainer's restart sees no rebalance).
+  if (peers_ != nullptr && schedule_ != nullptr) path_->SweepSchedule();
   if (peers_ != nullptr) {
     // Replayed by Recover(); the checkpoint below holds what it had.
     if (Status s = peers_->OpenInboxLog(); !s.ok()) return s;
@@ -237,7 +241,11 @@ void Worker::Impl::CleanUpDrained() {
   const std::string wdir =
       config_.crawl.data_dir + "/worker-" + std::to_string(options_.worker_id);
   std::error_code ec;
-  for (const char* sub : {"/state", "/seen", "/frontier", "/inbox.log"}) {
+  // Its recrawl schedule too: handed over entry by entry, empty by now
+  // (Idle() waits for that).
+  schedule_.reset();
+  for (const char* sub :
+       {"/state", "/seen", "/frontier", "/inbox.log", "/recrawl"}) {
     std::filesystem::remove_all(wdir + sub, ec);
   }
   log_.Write(Level::kInfo, "drained", {});

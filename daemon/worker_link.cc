@@ -134,6 +134,7 @@ void Worker::Impl::ApplyPendingRing() {
       paths.push_back(dir + "/" + name);
     }
     peers_->Rebalance(frontier_.get(), paths, previous);
+    path_->SweepSchedule();  // the recrawl schedule of the hosts that left
     // Nothing is in flight now; the new owners start after everyone is
     // ready, so this keeps the per-host minimum gap across the move.
     handover_ready_ms_ = control::MonotonicMs() +
@@ -166,7 +167,10 @@ void Worker::Impl::Report() {
   ApplyPendingRing();
   if (!ready_ && !pending_ring_ &&
       control::MonotonicMs() >= handover_ready_ms_) {
-    ready_ = peers_ == nullptr || peers_->Drained();
+    // A worker leaving the ring is told to stop once ready: its recrawl
+    // schedule must be with the others by then too.
+    ready_ = (peers_ == nullptr || peers_->Drained()) &&
+             !(drainer_ && path_->handing_off());
   }
   const cluster::ExchangeStats ex =
       peers_ != nullptr ? peers_->stats() : cluster::ExchangeStats();

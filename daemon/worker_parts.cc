@@ -204,6 +204,11 @@ Status Worker::Impl::OpenPeers(const std::string& wdir) {
   peers_ = std::make_unique<Peers>(po, std::move(ex).value(), &stats_, &log_);
   peers_->SetWake([this] { Pump(); });
   peers_->SetAdmit([this](const cluster::UrlMessage& m) {
+    if (!m.capture.empty()) {
+      // A recrawl schedule entry of a host that moved here.
+      path_->ReceiveCapture(m);
+      return;
+    }
     if (m.seen_mark) {
       // A page the host's previous owner fetched: remembered, not queued.
       auto canon = canonicalizer_.Canonicalize(m.url);

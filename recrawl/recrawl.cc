@@ -230,4 +230,54 @@ Result<std::optional<int64_t>> Schedule::NextDueUs() const {
   return next;
 }
 
+Status Schedule::Delete(uint64_t fp) {
+  auto old = Get(fp);
+  if (!old.ok()) return old.status();
+  if (!old->has_value()) return Status::Ok();
+  checkpoint::Store::Batch batch;
+  batch.Delete(DueKey((*old)->due_us, fp));
+  batch.Delete(CaptureKey(fp));
+  return db_->Write(batch);
+}
+
+Result<bool> Schedule::DeleteIfFetchedAt(uint64_t fp, int64_t fetched_us) {
+  auto old = Get(fp);
+  if (!old.ok()) return old.status();
+  if (!old->has_value() || (*old)->fetched_us != fetched_us) return false;
+  checkpoint::Store::Batch batch;
+  batch.Delete(DueKey((*old)->due_us, fp));
+  batch.Delete(CaptureKey(fp));
+  if (Status st = db_->Write(batch); !st.ok()) return st;
+  return true;
+}
+
+Result<bool> Schedule::Merge(uint64_t fp, const Capture& capture) {
+  auto old = Get(fp);
+  if (!old.ok()) return old.status();
+  if (old->has_value() && (*old)->fetched_us >= capture.fetched_us) {
+    return false;
+  }
+  if (Status st = Put(fp, capture); !st.ok()) return st;
+  return true;
+}
+
+Status Schedule::ForEachCapture(
+    std::optional<uint64_t> after,
+    const std::function<bool(uint64_t, Capture)>& visit) const {
+  if (after.has_value() && *after == UINT64_MAX) return Status::Ok();
+  const std::string start = after.has_value() ? CaptureKey(*after + 1)
+                                              : std::string(1, kCapturePrefix);
+  return db_->ScanPrefixFrom(std::string(1, kCapturePrefix), start,
+                             [&](std::string_view key, std::string_view value) {
+                               // Neither written by Put: skipped, so that one
+                               // bad value cannot stop a sweep for good (its
+                               // due key reports it when due).
+                               if (key.size() != 9) return true;
+                               auto c = DecodeCapture(value);
+                               if (!c.ok()) return true;
+                               return visit(GetBig64(key.substr(1)),
+                                            std::move(c).value());
+                             });
+}
+
 }  // namespace crawld::recrawl

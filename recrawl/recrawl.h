@@ -139,6 +139,33 @@ class Schedule {
   // The earliest due time (epoch us); nullopt when nothing is scheduled.
   [[nodiscard]] Result<std::optional<int64_t>> NextDueUs() const;
 
+  // --- Hand-off between workers (a host moved; docs/CHECKPOINT.md) ---
+
+  // Removes the URL's capture and its place in the due order in one batch;
+  // OK (nothing done) when there is none.
+  [[nodiscard]] Status Delete(uint64_t fingerprint);
+
+  // Delete(), only while the stored capture is still the one of the visit
+  // at `fetched_us` (the one handed to another worker): a capture replaced
+  // since by a newer visit here is kept. True when deleted.
+  [[nodiscard]] Result<bool> DeleteIfFetchedAt(uint64_t fingerprint,
+                                               int64_t fetched_us);
+
+  // Stores a capture handed over by another worker unless the schedule
+  // holds one of the same URL as recent or more (fetched_us >=): a
+  // hand-off can arrive twice (at-least-once delivery) or after this
+  // worker visited the URL itself. True when stored.
+  [[nodiscard]] Result<bool> Merge(uint64_t fingerprint,
+                                   const Capture& capture);
+
+  // Calls `visit` for every capture whose fingerprint is greater than
+  // `after` (every capture when nullopt), ascending by fingerprint, until
+  // it returns false: a sweep of the whole schedule in resumable steps.
+  [[nodiscard]] Status ForEachCapture(
+      std::optional<uint64_t> after,
+      const std::function<bool(uint64_t fingerprint, Capture capture)>& visit)
+      const;
+
  private:
   Schedule(const Options& options, std::unique_ptr<checkpoint::Store> db);
   Options options_;

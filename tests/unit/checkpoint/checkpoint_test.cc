@@ -93,6 +93,34 @@ TEST(CheckpointStore, BatchAppliesPutsAndDeletesInOrder) {
   ASSERT_TRUE(store->Write(b).ok());  // an empty batch is fine
 }
 
+// A scan resumed from a key (the recrawl sweep's cursor): only keys of the
+// prefix at or after the start, in order; a start before the prefix is the
+// whole prefix, one past it nothing.
+TEST(CheckpointStore, ScanPrefixFromResumesWithinThePrefix) {
+  TempDir tmp;
+  auto store = MustOpen(tmp.Sub("db"));
+  ASSERT_TRUE(store);
+  Store::Batch b;
+  for (const char* k : {"a9", "c1", "c2", "c3", "d0"}) b.Put(k, k);
+  ASSERT_TRUE(store->Write(b).ok());
+  auto from = [&](std::string_view start) {
+    std::vector<std::string> out;
+    Status st = store->ScanPrefixFrom(
+        "c", start, [&](std::string_view k, std::string_view v) {
+          EXPECT_EQ(k, v);
+          out.emplace_back(k);
+          return true;
+        });
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return out;
+  };
+  EXPECT_EQ(from("c2"), (std::vector<std::string>{"c2", "c3"}));
+  EXPECT_EQ(from("c20"), (std::vector<std::string>{"c3"}));
+  EXPECT_EQ(from("a"), (std::vector<std::string>{"c1", "c2", "c3"}));
+  EXPECT_EQ(from("c4"), std::vector<std::string>{});
+  EXPECT_EQ(from("e"), std::vector<std::string>{});
+}
+
 TEST(CheckpointStore, ReopenKeepsEverythingWritten) {
   TempDir tmp;
   const std::string dir = tmp.Sub("nested/state");  // parents created

@@ -117,5 +117,111 @@ TEST(Wire, SeededMutationsNeverCrash) {
   EXPECT_GT(accepted, 0);
 }
 
+// --- Recrawl hand-off: a capture rides along (UrlMessage::capture) ---
+
+std::vector<UrlMessage> WithCaptures() {
+  std::vector<UrlMessage> v = Sample();
+  v[0].capture = std::string("\x01\x00binary\xff capture", 17);
+  v[3].capture = "after a sitemap's fields";
+  v.push_back({"http://d.example/p/1.html", 2, 0.0, "d.example"});
+  v.back().capture = std::string(MaxCaptureBytes(8192), 'c');  // the limit
+  return v;
+}
+
+TEST(Wire, CapturesRoundTripBesideMessagesWithout) {
+  std::string enc;
+  EncodeBatch({3, 4, 5}, WithCaptures(), &enc);
+  BatchHeader h;
+  std::vector<UrlMessage> out;
+  ASSERT_TRUE(DecodeBatch(enc, &h, &out, 8192).ok());
+  const auto in = WithCaptures();
+  ASSERT_EQ(out.size(), in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    EXPECT_EQ(out[i].url, in[i].url) << i;
+    EXPECT_EQ(out[i].seed_host, in[i].seed_host) << i;
+    EXPECT_EQ(out[i].sitemap_kind, in[i].sitemap_kind) << i;
+    EXPECT_EQ(out[i].sitemap_of, in[i].sitemap_of) << i;
+    EXPECT_EQ(out[i].capture, in[i].capture) << i;
+  }
+  EXPECT_TRUE(out[1].capture.empty());
+  // Every cut of it is still Corruption, never an overread.
+  for (size_t n = 0; n < enc.size(); n += (n < 400 ? 1 : 997)) {
+    std::vector<char> buf(enc.begin(), enc.begin() + static_cast<long>(n));
+    ASSERT_EQ(
+        DecodeBatch(std::string_view(buf.data(), n), &h, &out, 8192).code(),
+        Status::Code::kCorruption)
+        << "prefix " << n;
+  }
+}
+
+// A batch as version 2 wrote it before captures existed, byte by byte (not
+// made by EncodeBatch): it still decodes, and a batch without captures is
+// still written exactly so.
+TEST(Wire, ABatchOfTheEarlierLayoutStillDecodes) {
+  const std::string url = "http://a.example/";
+  std::string old = {'B', 2};
+  PutU32(7, &old);      // from
+  PutU64(8, &old);      // incarnation
+  PutU64(9, &old);      // id
+  PutU32(1, &old);      // count
+  old.push_back('\1');  // flags: a seen-mark
+  old.push_back('\3');  // depth 3
+  old.push_back('\0');
+  PutU64(0x3ff0000000000000ULL, &old);  // credit 1.0
+  PutU32(static_cast<uint32_t>(url.size()), &old);
+  old.push_back('\1');  // seed host length 1
+  old.push_back('\0');
+  old += url + "s";
+  BatchHeader h;
+  std::vector<UrlMessage> out;
+  ASSERT_TRUE(DecodeBatch(old, &h, &out, 8192).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(h.from, 7u);
+  EXPECT_EQ(out[0].url, url);
+  EXPECT_EQ(out[0].depth, 3);
+  EXPECT_EQ(out[0].credit, 1.0);
+  EXPECT_EQ(out[0].seed_host, "s");
+  EXPECT_TRUE(out[0].seen_mark);
+  EXPECT_TRUE(out[0].capture.empty());
+  std::string again;
+  EncodeBatch(h, out, &again);
+  EXPECT_EQ(again, old);
+}
+
+TEST(Wire, HostileCapturesAreRejected) {
+  BatchHeader h;
+  std::vector<UrlMessage> out;
+  std::vector<UrlMessage> one = {{"http://x/", 0, 1}};
+  one[0].capture = "cc";
+  std::string enc;
+  EncodeBatch({1, 2, 3}, one, &enc);
+  ASSERT_TRUE(DecodeBatch(enc, &h, &out, 8192).ok());
+  const size_t len_at = enc.size() - 2 - 4;
+  // A length past the end, a length over the limit, a flag with length 0.
+  std::string bad = enc;
+  bad[len_at] = 3;
+  EXPECT_EQ(DecodeBatch(bad, &h, &out, 8192).code(), Status::Code::kCorruption);
+  bad = enc;
+  PutU32(static_cast<uint32_t>(MaxCaptureBytes(16) + 1), &bad);
+  bad.replace(len_at, 4, bad.substr(bad.size() - 4));
+  bad.resize(enc.size());
+  EXPECT_EQ(DecodeBatch(bad, &h, &out, 16).code(), Status::Code::kCorruption);
+  bad = enc.substr(0, len_at);
+  PutU32(0, &bad);
+  EXPECT_EQ(DecodeBatch(bad, &h, &out, 8192).code(), Status::Code::kCorruption);
+  // An unknown flag bit beyond the capture's is still refused.
+  bad = enc;
+  bad[26] = static_cast<char>(bad[26] | 0x10);
+  EXPECT_EQ(DecodeBatch(bad, &h, &out, 8192).code(), Status::Code::kCorruption);
+  // The sender refuses what the receiver would.
+  ExchangeOptions o;
+  o.max_url_bytes = 16;
+  UrlMessage big{"http://x/", 0, 1};
+  big.capture = std::string(MaxCaptureBytes(16) + 1, 'c');
+  EXPECT_EQ(ValidateMessage(big, o).code(), Status::Code::kInvalidArgument);
+  big.capture.pop_back();
+  EXPECT_TRUE(ValidateMessage(big, o).ok());
+}
+
 }  // namespace
 }  // namespace crawld::cluster::wire

@@ -264,6 +264,32 @@ std::string TempDir() {
 // Everything a worker's crawl path needs, wired as the worker wires it,
 // with the fakes above. `config` is the crawl's config (data_dir: a fresh
 // temporary directory per world unless given).
+// A ring and an exchange for one worker (self 0) among several: hosts map
+// to the worker `owner` says (0 when not named); every message sent is kept
+// in `sent` and stays unacknowledged until the test clears `unacked`.
+class FakeRouter : public Router {
+ public:
+  int Owner(std::string_view host) const override {
+    auto it = owner.find(std::string(host));
+    return it == owner.end() ? 0 : it->second;
+  }
+  int self() const override { return 0; }
+  bool Send(int to, cluster::UrlMessage m) override {
+    if (!m.capture.empty()) unacked.insert(m.url);
+    sent.emplace_back(to, std::move(m));
+    return true;
+  }
+  bool ForEachUnackedCapture(
+      const std::function<void(const std::string&)>& fn) const override {
+    for (const std::string& url : unacked) fn(url);
+    return true;
+  }
+
+  std::map<std::string, int> owner;
+  std::vector<std::pair<int, cluster::UrlMessage>> sent;
+  std::set<std::string> unacked;
+};
+
 class World {
   conf::Config config_;
   std::string dir_;
@@ -271,7 +297,7 @@ class World {
 
  public:
   explicit World(conf::Config config, std::string dir = TempDir(),
-                 bool checkpoints = false)
+                 bool checkpoints = false, Router* router = nullptr)
       : config_(std::move(config)),
         dir_(std::move(dir)),
         web(&events_, &clock),
@@ -311,6 +337,7 @@ class World {
     }
     CrawlPath::Parts p;
     p.schedule = schedule_.get();
+    p.router = router;
     p.clock = &clock;
     p.fetch = &web;
     p.resolve = &web;
@@ -463,6 +490,7 @@ class World {
         });
     ASSERT_TRUE(frontier_->Checkpoint(in_flight).ok());
   }
+  recrawl::Schedule* schedule() { return schedule_.get(); }
   // Every off-loop task (parse, robots.txt parse, record write) takes this
   // long from now on.
   void SetWorkTime(int64_t us) { pool_.work_us = us; }
@@ -1821,6 +1849,107 @@ TEST(WorkerRecrawl, Issue17_TheScheduleAndValidatorsSurviveARestart) {
   for (auto& r : RecordFields(dir, "http://a.test/")) {
     if (r["type"] != "revisit") continue;
     ++revisits;
+    EXPECT_EQ(r["WARC-Refers-To"], first_id);
+  }
+  EXPECT_EQ(revisits, 1);
+}
+
+// Issue 17, "survives rebalances": the schedule of a host that moved to
+// another worker goes there with its capture. The sender keeps it until the
+// exchange acknowledged it (a kill before that loses nothing: the next
+// start sends it again), then deletes it and never visits the URL again.
+// The new owner keeps the newest copy of a capture (a copy twice, an older
+// one, change nothing), and its first visit is conditional, the 304 a
+// revisit of the old owner's record.
+TEST(WorkerRecrawl, Issue17_AMovedHostsScheduleGoesToItsNewOwnerSafely) {
+  const std::string dir = TempDir();
+  const uint64_t fp = url::Fingerprint("http://b.test/");
+  FakeRouter ring;
+  int64_t wall = 0;
+  {
+    World w(RecrawlCfg(), dir, false, &ring);
+    w.KeepDir();
+    w.web.pages["http://b.test/"] = Validated("<p>still</p>", "\"v1\"");
+    w.Seed("http://b.test/");
+    w.Run(10 * kS);  // fetched here, due again 20 s after
+    ASSERT_EQ(w.web.Count("http://b.test/"), 1);
+    ring.owner["b.test"] = 1;  // the ring changed
+    w.path->SweepSchedule();
+    w.Run(1 * kS);
+    ASSERT_EQ(ring.sent.size(), 1u);
+    EXPECT_EQ(ring.sent[0].first, 1);
+    EXPECT_EQ(ring.sent[0].second.url, "http://b.test/");
+    auto kept = w.schedule()->Get(fp);
+    ASSERT_TRUE(kept.ok());
+    EXPECT_TRUE(kept->has_value()) << "deleted before the ack";
+    EXPECT_FALSE(w.path->Idle());
+    wall = w.clock.now;
+  }  // killed before the ack: what it sent died with it
+  std::string first_id;
+  for (auto& r : RecordFields(dir, "http://b.test/")) {
+    if (r["type"] == "response") first_id = r["WARC-Record-ID"];
+  }
+  ASSERT_FALSE(first_id.empty());
+  ring.unacked.clear();
+  {
+    World w(RecrawlCfg(), dir, false, &ring);
+    w.clock.now = wall;
+    w.web.pages["http://b.test/"] = Validated("<p>still</p>", "\"v1\"");
+    w.path->SweepSchedule();
+    w.Run(1 * kS);
+    ASSERT_EQ(ring.sent.size(), 2u);  // handed over again
+    EXPECT_EQ(ring.sent[1].second.capture, ring.sent[0].second.capture);
+    ASSERT_TRUE(w.schedule()->Get(fp).value().has_value());
+    ring.unacked.clear();  // acknowledged now
+    w.Run(1 * kS);
+    EXPECT_FALSE(w.schedule()->Get(fp).value().has_value());
+    EXPECT_EQ(w.stats.count("recrawl_handed_off"), 1u);
+    w.Run(100 * kS);  // past every due time: not visited here any more
+    EXPECT_EQ(w.web.Count("http://b.test/"), 0);
+    EXPECT_EQ(ring.sent.size(), 2u);
+    EXPECT_TRUE(w.path->Idle());
+  }
+
+  // The new owner.
+  const cluster::UrlMessage handed = ring.sent[1].second;
+  auto capture = recrawl::DecodeCapture(handed.capture);
+  ASSERT_TRUE(capture.ok());
+  EXPECT_EQ(capture->etag, "\"v1\"");
+  EXPECT_EQ(capture->record_id, first_id);
+  recrawl::Capture older = *capture;
+  older.fetched_us -= 5 * kS;
+  older.etag = "\"v0\"";
+  cluster::UrlMessage stale = handed;
+  stale.capture = recrawl::EncodeCapture(older);
+  cluster::UrlMessage junk = handed;
+  junk.capture = "not a capture";
+  World owner(RecrawlCfg());
+  owner.clock.now = wall;
+  owner.web.pages["http://b.test/"] = Validated("<p>still</p>", "\"v1\"");
+  owner.path->ReceiveCapture(handed);
+  owner.path->ReceiveCapture(handed);  // at-least-once: a second copy
+  owner.path->ReceiveCapture(stale);
+  owner.path->ReceiveCapture(junk);
+  EXPECT_EQ(owner.stats.count("recrawl_received"), 1u);
+  EXPECT_EQ(owner.stats.count("recrawl_received_stale"), 2u);
+  EXPECT_EQ(owner.stats.count("recrawl_handoff_malformed"), 1u);
+  owner.Run(30 * kS);  // due 20 s after the first visit
+  std::vector<Hit> page;
+  for (const Hit& h : owner.web.hits) {
+    if (h.url == "http://b.test/") page.push_back(h);
+  }
+  ASSERT_EQ(page.size(), 1u);
+  EXPECT_TRUE(HasHeader(page[0], "If-None-Match: \"v1\""));
+  // When the old owner would have come back, not before (wall clock).
+  const int64_t wall_minus_now = owner.clock.WallUs() - owner.clock.now;
+  EXPECT_GE(page[0].start_us + wall_minus_now, capture->due_us);
+  int revisits = 0;
+  for (auto& r : RecordFields(owner.dir(), "http://b.test/")) {
+    EXPECT_NE(r["type"], "response");
+    if (r["type"] != "revisit") continue;
+    ++revisits;
+    EXPECT_EQ(r["WARC-Profile"],
+              "http://netpreserve.org/warc/1.1/revisit/server-not-modified");
     EXPECT_EQ(r["WARC-Refers-To"], first_id);
   }
   EXPECT_EQ(revisits, 1);

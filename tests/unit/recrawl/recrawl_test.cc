@@ -214,5 +214,153 @@ TEST(RecrawlSchedule, ScanStopsWhenTheVisitorSaysSo) {
   EXPECT_FALSE(next->has_value());
 }
 
+// --- hand-off between workers ---
+
+std::vector<uint64_t> DueFingerprints(const Schedule& s) {
+  std::vector<uint64_t> out;
+  EXPECT_TRUE(s.ForEachDue(INT64_MAX, [&](uint64_t fp, Capture) {
+                 out.push_back(fp);
+                 return true;
+               }).ok());
+  return out;
+}
+
+TEST(RecrawlSchedule, DeleteRemovesTheCaptureAndItsDueKeyAcrossReopen) {
+  TempDir dir;
+  {
+    auto s = Schedule::Open(dir.path(), Options{});
+    ASSERT_TRUE(s.ok());
+    for (uint64_t fp = 1; fp <= 3; ++fp) {
+      ASSERT_TRUE((*s)->Put(fp, Sample(static_cast<int>(fp))).ok());
+    }
+    ASSERT_TRUE((*s)->Delete(2).ok());
+    ASSERT_TRUE((*s)->Delete(2).ok());   // twice: nothing left to do
+    ASSERT_TRUE((*s)->Delete(99).ok());  // never there
+  }
+  auto s = Schedule::Open(dir.path(), Options{});
+  ASSERT_TRUE(s.ok());
+  auto gone = (*s)->Get(2);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_FALSE(gone->has_value());
+  EXPECT_EQ(DueFingerprints(**s), (std::vector<uint64_t>{1, 3}));
+  ASSERT_TRUE((*s)->Delete(1).ok());
+  ASSERT_TRUE((*s)->Delete(3).ok());
+  auto next = (*s)->NextDueUs();
+  ASSERT_TRUE(next.ok());
+  EXPECT_FALSE(next->has_value());  // empty: a drained worker can stop
+}
+
+TEST(RecrawlSchedule, DeleteIfFetchedAtKeepsACaptureReplacedSince) {
+  TempDir dir;
+  auto s = Schedule::Open(dir.path(), Options{});
+  ASSERT_TRUE(s.ok());
+  Capture handed = Sample(4);
+  ASSERT_TRUE((*s)->Put(4, handed).ok());
+  // Visited here again after the hand-off was sent: the newer one stays.
+  Capture newer = handed;
+  newer.fetched_us += 10;
+  newer.due_us += 10;
+  ASSERT_TRUE((*s)->Put(4, newer).ok());
+  auto kept = (*s)->DeleteIfFetchedAt(4, handed.fetched_us);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_FALSE(*kept);
+  EXPECT_EQ(DueFingerprints(**s), (std::vector<uint64_t>{4}));
+  auto deleted = (*s)->DeleteIfFetchedAt(4, newer.fetched_us);
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_TRUE(*deleted);
+  EXPECT_TRUE(DueFingerprints(**s).empty());
+  auto absent = (*s)->DeleteIfFetchedAt(4, newer.fetched_us);
+  ASSERT_TRUE(absent.ok());
+  EXPECT_FALSE(*absent);
+}
+
+// The receiver of hand-offs keeps the newest capture of a URL by its last
+// visit, whatever order copies arrive in, and one due key per URL.
+TEST(RecrawlSchedule, MergeKeepsTheNewestCaptureInAnyArrivalOrder) {
+  TempDir dir;
+  auto s = Schedule::Open(dir.path(), Options{});
+  ASSERT_TRUE(s.ok());
+  Capture older = Sample(5);
+  Capture newer = older;
+  newer.fetched_us += 1000;
+  newer.due_us += 5000;
+  newer.etag = "\"newer\"";
+  newer.visits = 4;
+
+  auto first = (*s)->Merge(5, older);
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(*first);  // nothing yet: stored
+  auto again = (*s)->Merge(5, older);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(*again);  // the same hand-off twice: kept as is
+  auto up = (*s)->Merge(5, newer);
+  ASSERT_TRUE(up.ok());
+  EXPECT_TRUE(*up);
+  auto late = (*s)->Merge(5, older);  // an old copy after the new one
+  ASSERT_TRUE(late.ok());
+  EXPECT_FALSE(*late);
+
+  auto got = (*s)->Get(5);
+  ASSERT_TRUE(got.ok());
+  ASSERT_TRUE(got->has_value());
+  ExpectSame(**got, newer);
+  EXPECT_EQ(DueFingerprints(**s), (std::vector<uint64_t>{5}));
+  auto next = (*s)->NextDueUs();
+  ASSERT_TRUE(next.ok());
+  ASSERT_TRUE(next->has_value());
+  EXPECT_EQ(**next, newer.due_us);
+
+  // A capture this worker leased since (same visit, due moved on) is kept:
+  // a copy of the hand-off must not make it due again at once.
+  Capture leased = newer;
+  leased.due_us += 777;
+  ASSERT_TRUE((*s)->Put(5, leased).ok());
+  auto dup = (*s)->Merge(5, newer);
+  ASSERT_TRUE(dup.ok());
+  EXPECT_FALSE(*dup);
+  auto after = (*s)->Get(5);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ((*after)->due_us, leased.due_us);
+}
+
+TEST(RecrawlSchedule, ForEachCaptureResumesAfterACursor) {
+  TempDir dir;
+  auto s = Schedule::Open(dir.path(), Options{});
+  ASSERT_TRUE(s.ok());
+  const std::vector<uint64_t> fps = {3, 1, UINT64_MAX, 200, 0x0100000000000000};
+  for (uint64_t fp : fps) {
+    ASSERT_TRUE((*s)->Put(fp, Sample(static_cast<int>(fp % 97))).ok());
+  }
+  // Two at a time, each step from where the last stopped.
+  std::vector<uint64_t> got;
+  std::optional<uint64_t> cursor;
+  for (int step = 0; step < 10; ++step) {
+    int n = 0;
+    bool any = false;
+    ASSERT_TRUE(
+        (*s)->ForEachCapture(cursor,
+                             [&](uint64_t fp, Capture c) {
+                               EXPECT_EQ(c.url,
+                                         Sample(static_cast<int>(fp % 97)).url);
+                               got.push_back(fp);
+                               cursor = fp;
+                               any = true;
+                               return ++n < 2;
+                             })
+            .ok());
+    if (!any) break;
+  }
+  EXPECT_EQ(got,
+            (std::vector<uint64_t>{1, 3, 200, 0x0100000000000000, UINT64_MAX}));
+  int none = 0;
+  ASSERT_TRUE((*s)->ForEachCapture(UINT64_MAX,
+                                   [&](uint64_t, Capture) {
+                                     ++none;
+                                     return true;
+                                   })
+                  .ok());
+  EXPECT_EQ(none, 0);
+}
+
 }  // namespace
 }  // namespace crawld::recrawl
