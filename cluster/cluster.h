@@ -124,6 +124,14 @@ struct UrlMessage {
   // named it (cross-submission; at most 255 bytes).
   uint8_t sitemap_kind = 0;
   std::string sitemap_of;
+  // --- Sitemap hints (docs/SITEMAPS.md, "What the schedule takes from
+  // it"); on the wire behind kHintsFlag (cluster/wire.cc). ---
+  // <changefreq> as sitemap::ChangeFreq's integer (0: none, at most 7):
+  // the page's first recrawl interval.
+  uint8_t changefreq = 0;
+  // <lastmod> in Unix seconds (0: none): a page the owner captured before
+  // it is due again now.
+  uint32_t lastmod_s = 0;
 };
 
 // Called by the inbox owner once a batch is durable (in the frontier). May be

@@ -21,8 +21,21 @@ constexpr size_t kUrlFixedBytes = 1 + 2 + 8 + 4 + 2;
 constexpr uint8_t kSeenMarkFlag = 1;
 constexpr uint8_t kSitemapFlag = 2;       // frontier::ItemKind::kSitemap
 constexpr uint8_t kChildSitemapFlag = 4;  // frontier::ItemKind::kChildSitemap
+// --- Sitemap hints: with this flag, after everything above: u8 changefreq,
+// u32 lastmod (UrlMessage::changefreq, lastmod_s). A batch without hints
+// is byte for byte what was written before them; a decoder from before
+// them refuses a batch with hints as unknown flags (a mixed-version
+// cluster exchanges no hints until every worker runs the new one). The
+// high bit, so that flags added beside it do not collide. ---
+constexpr uint8_t kHintsFlag = 0x80;
+constexpr size_t kHintsBytes = 1 + 4;
+constexpr uint8_t kMaxChangeFreq = 7;  // sitemap::ChangeFreq::kNever
+bool HasHints(const UrlMessage& m) {
+  return m.changefreq != 0 || m.lastmod_s != 0;
+}
+// --- end of sitemap hints ---
 constexpr uint8_t kKnownFlags =
-    kSeenMarkFlag | kSitemapFlag | kChildSitemapFlag;
+    kSeenMarkFlag | kSitemapFlag | kChildSitemapFlag | kHintsFlag;
 
 }  // namespace
 
@@ -55,7 +68,8 @@ void EncodeBatch(const BatchHeader& h, const std::vector<UrlMessage>& urls,
   size_t total = kHeaderBytes;
   for (const auto& m : urls) {
     total += kUrlFixedBytes + m.url.size() + m.seed_host.size() +
-             (m.sitemap_kind != 0 ? 1 + m.sitemap_of.size() : 0);
+             (m.sitemap_kind != 0 ? 1 + m.sitemap_of.size() : 0) +
+             (HasHints(m) ? kHintsBytes : 0);
   }
   out->reserve(out->size() + total);
   out->push_back(static_cast<char>(kMagic));
@@ -68,6 +82,7 @@ void EncodeBatch(const BatchHeader& h, const std::vector<UrlMessage>& urls,
     uint8_t flags = m.seen_mark ? kSeenMarkFlag : 0;
     if (m.sitemap_kind == 1) flags |= kSitemapFlag;
     if (m.sitemap_kind == 2) flags |= kChildSitemapFlag;
+    if (HasHints(m)) flags |= kHintsFlag;
     out->push_back(static_cast<char>(flags));
     out->push_back(static_cast<char>(m.depth & 0xff));
     out->push_back(static_cast<char>(m.depth >> 8));
@@ -84,6 +99,10 @@ void EncodeBatch(const BatchHeader& h, const std::vector<UrlMessage>& urls,
       const size_t of = std::min<size_t>(m.sitemap_of.size(), 0xff);
       out->push_back(static_cast<char>(of));
       out->append(m.sitemap_of, 0, of);
+    }
+    if ((flags & kHintsFlag) != 0) {
+      out->push_back(static_cast<char>(m.changefreq));
+      PutU32(m.lastmod_s, out);
     }
   }
 }
@@ -155,6 +174,17 @@ Status DecodeBatch(std::string_view in, BatchHeader* h,
       m.sitemap_of.assign(p + pos, of);
       pos += of;
     }
+    if ((flags & kHintsFlag) != 0) {
+      if (in.size() - pos < kHintsBytes) {
+        return Status::Corruption("batch: truncated hints");
+      }
+      m.changefreq = static_cast<uint8_t>(p[pos]);
+      if (m.changefreq > kMaxChangeFreq) {
+        return Status::Corruption("batch: bad changefreq");
+      }
+      m.lastmod_s = GetU32(p + pos + 1);
+      pos += kHintsBytes;
+    }
     urls->push_back(std::move(m));
   }
   if (pos != in.size()) return Status::Corruption("batch: trailing bytes");
@@ -197,6 +227,9 @@ Status ValidateMessage(const UrlMessage& m, const ExchangeOptions& o) {
   }
   if (m.sitemap_kind > 2 || m.sitemap_of.size() > 255) {
     return Status::InvalidArgument("exchange: bad sitemap kind or host");
+  }
+  if (m.changefreq > kMaxChangeFreq) {
+    return Status::InvalidArgument("exchange: changefreq must be 0..7");
   }
   return Status::Ok();
 }
