@@ -186,8 +186,8 @@ RoutedUrl GetRoutedUrl(Reader& r) {
   if ((flags & 8) != 0) {
     const uint8_t freq = r.Byte();
     m.changefreq = freq <= 7 ? freq : 0;  // sitemap::ChangeFreq::kNever
-    m.lastmod_s = static_cast<uint32_t>(
-        std::min<uint64_t>(r.Varint(), UINT32_MAX));
+    m.lastmod_s =
+        static_cast<uint32_t>(std::min<uint64_t>(r.Varint(), UINT32_MAX));
   }
   return m;
 }

@@ -291,9 +291,8 @@ std::string ParseRecrawlRule(const std::vector<std::string_view>& t,
   const std::string_view interval = t[1];
   const size_t dots = interval.find("..");
   const std::string_view lo_text = interval.substr(0, dots);
-  const std::string_view hi_text = dots == std::string_view::npos
-                                       ? interval
-                                       : interval.substr(dots + 2);
+  const std::string_view hi_text =
+      dots == std::string_view::npos ? interval : interval.substr(dots + 2);
   const std::optional<double> lo = ParseDuration(lo_text);
   const std::optional<double> hi = ParseDuration(hi_text);
   if (!lo.has_value() || !hi.has_value()) {

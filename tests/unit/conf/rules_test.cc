@@ -344,8 +344,8 @@ TEST(CrawldRules, DurationsTakeOneUnit) {
   EXPECT_EQ(ParseDuration("7d"), 604800.0);
   EXPECT_EQ(ParseDuration("2w"), 1209600.0);
   EXPECT_EQ(ParseDuration("3650d"), 3650.0 * 86400);
-  for (const char* bad : {"", "h", "1", "0s", "1H", "1.5h", "-1h", "1hh",
-                          "1 h", "3651d", "99999999999s", "1y"}) {
+  for (const char* bad : {"", "h", "1", "0s", "1H", "1.5h", "-1h", "1hh", "1 h",
+                          "3651d", "99999999999s", "1y"}) {
     EXPECT_FALSE(ParseDuration(bad).has_value()) << bad;
   }
 }
@@ -378,9 +378,9 @@ TEST(CrawldRules, RecrawlLinesNeverAcceptOrReject) {
       "accept host example.com\n"
       "default reject\n";
   auto without = MustParse(filter);
-  auto with = MustParse(std::string("recrawl 1h any\n") +
-                        "recrawl 1d prefix http://example.com/private/\n" +
-                        filter);
+  auto with =
+      MustParse(std::string("recrawl 1h any\n") +
+                "recrawl 1d prefix http://example.com/private/\n" + filter);
   EXPECT_EQ(with->size(), 2u);
   EXPECT_EQ(with->recrawl_size(), 2u);
   for (const char* url :
