@@ -133,6 +133,7 @@ EnterResult CrawlPath::Admit(const url::Url& canon, const Candidate& c) {
     // Known URL: its host still receives the credit (AOPIC).
     if (c.credit > 0) frontier_->AddCredit(host_key, c.credit, c.from_host_key);
     if (c.lastmod_s != 0) DueByLastmod(fp, c.lastmod_s);
+    if (c.changefreq != 0) LateChangefreq(fp, c.changefreq);
     return EnterResult::kKnown;
   }
   if (std::string_view trap = parts_.traps->Admit(host_key, canon);

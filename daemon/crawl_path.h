@@ -325,9 +325,14 @@ class CrawlPath {
   // A known URL a sitemap says changed (lastmod) after its last capture:
   // due now (crawl_path_recrawl.cc).
   void DueByLastmod(uint64_t fingerprint, uint32_t lastmod_s);
+  // A known URL a sitemap gives a changefreq: kept for its first capture
+  // when it has none yet, or its first interval planned again when that
+  // is still running (crawl_path_recrawl.cc).
+  void LateChangefreq(uint64_t fingerprint, uint8_t changefreq);
   // What steers a URL's interval: the recrawl rule in force, the
   // sitemap's changefreq.
-  recrawl::Steer SteerOf(const frontier::Item& item) const;
+  recrawl::Steer SteerOf(std::string_view url, int depth,
+                         std::string_view seed_host, uint8_t changefreq) const;
   // A copy of a revisit is one visited within this of its last visit.
   [[nodiscard]] int64_t DuplicateWindowUs(const recrawl::Capture& c) const;
   // What the recorder may write instead of a response (recorder.h).
@@ -366,6 +371,11 @@ class CrawlPath {
   size_t recrawl_queued_ = 0;
   // Due URLs wait for room in the frontier: no wake-up for them.
   bool release_blocked_ = false;
+  // Recrawl: the sitemap changefreq of known URLs not captured yet (met
+  // first by a link, queued before the sitemap was read), for their first
+  // interval; at most kMaxLateHints (then counted, dropped), for this run.
+  static constexpr size_t kMaxLateHints = 100000;
+  std::unordered_map<uint64_t, uint8_t> late_changefreq_;
 };
 
 }  // namespace crawld::daemon

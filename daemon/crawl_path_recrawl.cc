@@ -243,14 +243,52 @@ void CrawlPath::DueByLastmod(uint64_t fingerprint, uint32_t lastmod_s) {
               {{"url", c.url}, {"lastmod", std::to_string(lastmod_s)}});
 }
 
-recrawl::Steer CrawlPath::SteerOf(const frontier::Item& item) const {
+void CrawlPath::LateChangefreq(uint64_t fingerprint, uint8_t changefreq) {
+  recrawl::Schedule* schedule = parts_.schedule;
+  if (schedule == nullptr) return;
+  auto found = schedule->Get(fingerprint);
+  if (!found.ok()) return;
+  if (!found->has_value()) {
+    // Queued or in flight: Reschedule() takes it at the first capture.
+    if (late_changefreq_.size() >= kMaxLateHints &&
+        late_changefreq_.count(fingerprint) == 0) {
+      stats_->Count("recrawl_hints_dropped");
+      return;
+    }
+    late_changefreq_[fingerprint] = changefreq;
+    return;
+  }
+  recrawl::Capture c = std::move(**found);
+  // Only a first interval still running as planned at the first capture
+  // (not leased by a release, not adapted by a second visit).
+  if (c.visits != 1 || c.due_us != c.fetched_us + c.interval_us) return;
+  const int64_t interval =
+      recrawl::NextIntervalUs(schedule->options(), 0, false,
+                              SteerOf(c.url, c.depth, c.seed_host, changefreq));
+  if (interval == c.interval_us) return;
+  c.interval_us = interval;
+  c.due_us =
+      std::max(c.fetched_us + interval, c.fetched_us + DuplicateWindowUs(c));
+  if (Status st = schedule->Put(fingerprint, c); !st.ok()) {
+    stats_->Count("recrawl_store_error");
+    log_->Write(Level::kError, "recrawl_store_error",
+                {{"url", c.url}, {"error", st.ToString()}});
+    return;
+  }
+  next_due_us_ = std::min(next_due_us_, c.due_us);
+  stats_->Count("recrawl_changefreq_replanned");
+}
+
+recrawl::Steer CrawlPath::SteerOf(std::string_view url, int depth,
+                                  std::string_view seed_host,
+                                  uint8_t changefreq) const {
   recrawl::Steer steer;
   steer.changefreq =
-      static_cast<recrawl::ChangeFreq>(std::min<uint8_t>(item.changefreq, 7));
+      static_cast<recrawl::ChangeFreq>(std::min<uint8_t>(changefreq, 7));
   if (rules_ != nullptr) {
     // The rules in force now: a reload changes the bounds from the URL's
     // next visit on (its current due time stays).
-    auto verdict = rules_->Recrawl({item.url, item.depth, item.seed_host});
+    auto verdict = rules_->Recrawl({url, depth, seed_host});
     if (verdict.has_value()) {
       steer.has_rule = true;
       steer.rule_min_s = verdict->min_s;
@@ -343,6 +381,14 @@ void CrawlPath::Reschedule(Job* job) {
     return;
   }
   const bool first = !job->capture.has_value();
+  // The sitemap's changefreq: carried by the item, or met after the URL
+  // was queued (LateChangefreq).
+  uint8_t changefreq = job->item.changefreq;
+  if (auto late = late_changefreq_.find(job->item.fingerprint);
+      late != late_changefreq_.end()) {
+    if (changefreq == 0) changefreq = late->second;
+    late_changefreq_.erase(late);
+  }
   recrawl::Capture c = first ? recrawl::Capture{} : *job->capture;
   const RecordedPayload& p = job->recorded;
   bool changed = false;
@@ -372,9 +418,9 @@ void CrawlPath::Reschedule(Job* job) {
   c.host_key = job->host_key;
   c.seed_host = job->item.seed_host;
   c.depth = job->item.depth;
-  c.interval_us = recrawl::NextIntervalUs(parts_.schedule->options(),
-                                          first ? 0 : c.interval_us, changed,
-                                          SteerOf(job->item));
+  c.interval_us = recrawl::NextIntervalUs(
+      parts_.schedule->options(), first ? 0 : c.interval_us, changed,
+      SteerOf(job->item.url, job->item.depth, job->item.seed_host, changefreq));
   c.fetched_us = wall;
   c.due_us = wall + c.interval_us;
   if (job->stale_by_lastmod) {

@@ -1920,5 +1920,34 @@ TEST(WorkerRecrawl, Issue17_ALaterSitemapLastmodMakesACapturedPageDue) {
   EXPECT_EQ(w.stats.count("recrawl_lastmod_due"), 1u);
 }
 
+// A sitemap read after its URLs were met by links (the usual order: the
+// front page is fetched before the sitemap) still gives them their first
+// interval: the captured front page's is planned again, the queued link's
+// is taken at its first capture.
+TEST(WorkerRecrawl, Issue17_ChangefreqCountsForUrlsMetBeforeTheSitemap) {
+  World w(HintCfg());
+  w.web.pages["http://a.test/robots.txt"] =
+      Robots("User-agent: *\nSitemap: http://a.test/s.xml\n");
+  w.web.pages["http://a.test/"] = Html("<a href=/x>x</a><a href=/y>y</a>");
+  w.web.pages["http://a.test/s.xml"] = Xml(HintedUrlset({
+      {"http://a.test/", "<changefreq>hourly</changefreq>"},
+      {"http://a.test/x", "<changefreq>always</changefreq>"},
+  }));
+  w.web.pages["http://a.test/x"] = Html("x");
+  w.web.pages["http://a.test/y"] = Html("y");
+  w.Seed("http://a.test/");
+  w.Run(40 * kS);
+  const std::vector<double> front = VisitsOf(w, "http://a.test/");
+  const std::vector<double> x = VisitsOf(w, "http://a.test/x");
+  const std::vector<double> y = VisitsOf(w, "http://a.test/y");
+  ASSERT_GE(front.size(), 2u);
+  ASSERT_GE(x.size(), 2u);
+  ASSERT_GE(y.size(), 2u);
+  EXPECT_NEAR(front[1], 10.0, 1.0);  // hourly, not the initial 20 s
+  EXPECT_NEAR(x[1], 5.0, 1.0);       // always: the minimum
+  EXPECT_NEAR(y[1], 20.0, 1.0);      // no hint: initial_interval_s
+  EXPECT_EQ(w.stats.count("recrawl_changefreq_replanned"), 1u);
+}
+
 }  // namespace
 }  // namespace crawld::daemon
