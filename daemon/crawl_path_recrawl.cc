@@ -22,8 +22,11 @@
 //                                      sitemap's changefreq at first), the
 //                                      next visit due
 //    6'. lastmod     DueByLastmod()    a known URL a sitemap lists with a
-//                                      lastmod after its last capture is
-//                                      due now
+//                                      lastmod after its last capture (or
+//                                      its fetch's start) is due now
+//    6''. changefreq LateChangefreq()  a known URL's changefreq kept for
+//                                      its first capture, or its first
+//                                      interval planned again
 //
 // Politeness is untouched: a revisit is a frontier item like any other and
 // waits for its host's slot and delay. Hosts another worker owns now (the
