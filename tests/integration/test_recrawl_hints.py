@@ -130,7 +130,8 @@ class RecrawlHints(unittest.TestCase):
             self.assertGreater(g, 2 * DAY_S * 0.95, other_gaps)
 
         # The sitemap's changefreq is the first interval of its pages.
-        sm = {k: gets.get(f"{origin}/sm/{k}.html", []) for k in range(0, 14, 2)}
+        sm = {k: gets.get(f"{origin}/sm/{k}.html", [])
+              for k in range(0, 14, 2)}
         print("sitemap pages, request times after the first: " + ", ".join(
             f"/sm/{k}: {[round(t - v[0], 2) for t in v[1:]]}"
             for k, v in sm.items()))
