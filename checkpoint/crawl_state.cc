@@ -2,7 +2,9 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 
 namespace crawld::checkpoint {
@@ -151,16 +153,21 @@ UrlEntry GetUrlEntry(Reader& r) {
 void PutRoutedUrl(std::string* v, const RoutedUrl& m) {
   PutVarint(v, static_cast<uint64_t>(m.to_worker));
   // Flags: 1 seen mark; 2 a sitemap, 4 a child sitemap (layout 4), which
-  // sitemap_of follows.
+  // sitemap_of follows; 8 sitemap hints, changefreq and lastmod last.
   uint8_t flags = m.seen_mark ? 1 : 0;
   if (m.sitemap_kind == 1) flags |= 2;
   if (m.sitemap_kind == 2) flags |= 4;
+  if (m.changefreq != 0 || m.lastmod_s != 0) flags |= 8;
   v->push_back(static_cast<char>(flags));
   PutBytes(v, m.url);
   PutBytes(v, m.seed_host);
   PutVarint(v, m.depth);
   PutDouble(v, m.credit);
   if ((flags & 6) != 0) PutBytes(v, m.sitemap_of);
+  if ((flags & 8) != 0) {
+    v->push_back(static_cast<char>(m.changefreq));
+    PutVarint(v, m.lastmod_s);
+  }
 }
 
 RoutedUrl GetRoutedUrl(Reader& r) {
@@ -175,6 +182,12 @@ RoutedUrl GetRoutedUrl(Reader& r) {
   if ((flags & 6) != 0) {
     m.sitemap_kind = (flags & 2) != 0 ? 1 : 2;
     m.sitemap_of = r.Bytes();
+  }
+  if ((flags & 8) != 0) {
+    const uint8_t freq = r.Byte();
+    m.changefreq = freq <= 7 ? freq : 0;  // sitemap::ChangeFreq::kNever
+    m.lastmod_s =
+        static_cast<uint32_t>(std::min<uint64_t>(r.Varint(), UINT32_MAX));
   }
   return m;
 }

@@ -59,6 +59,8 @@ struct RoutedUrl {
   double credit = 0;
   uint8_t sitemap_kind = 0;  // cluster::UrlMessage::sitemap_kind
   std::string sitemap_of;    // cluster::UrlMessage::sitemap_of
+  uint8_t changefreq = 0;    // cluster::UrlMessage::changefreq
+  uint32_t lastmod_s = 0;    // cluster::UrlMessage::lastmod_s
 };
 
 // The scalar part of a checkpoint.

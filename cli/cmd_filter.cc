@@ -4,7 +4,8 @@
 //   crawlctl filter test --rules FILE [--seed-host H] [--depth N]
 //     Reads URLs from stdin, one per line, and prints one line per input:
 //     "accept" or "reject", a TAB, and the deciding rule as FILE:LINE,
-//     "default" (no rule matched) or "invalid url".
+//     "default" (no rule matched) or "invalid url"; with recrawl lines in
+//     the file, a TAB and "recrawl FILE:LINE" or "recrawl default".
 #include <charconv>
 #include <cstdio>
 #include <iostream>
@@ -98,6 +99,14 @@ int RunTest(int argc, char** argv) {
       out += rules_file + ":" + std::to_string(v.line);
     } else {
       out += v.rule;  // "default" or "invalid url"
+    }
+    if (rules.recrawl_size() > 0) {
+      // The interval's rule too, for a file that has recrawl lines (a file
+      // without them prints what it always did).
+      const auto r = rules.Recrawl({line, depth, seed_host});
+      out += r.has_value()
+                 ? "\trecrawl " + rules_file + ":" + std::to_string(r->line)
+                 : std::string("\trecrawl default");
     }
     out += '\n';
     std::fwrite(out.data(), 1, out.size(), stdout);

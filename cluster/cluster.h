@@ -131,6 +131,14 @@ struct UrlMessage {
   // MaxCaptureBytes()). The owner stores it in its schedule rather than
   // queue the URL.
   std::string capture;
+  // --- Sitemap hints (docs/SITEMAPS.md, "What the schedule takes from
+  // it"); on the wire behind kHintsFlag (cluster/wire.cc). ---
+  // <changefreq> as sitemap::ChangeFreq's integer (0: none, at most 7):
+  // the page's first recrawl interval.
+  uint8_t changefreq = 0;
+  // <lastmod> in Unix seconds (0: none): a page the owner captured before
+  // it is due again now.
+  uint32_t lastmod_s = 0;
 };
 
 // The largest capture a message may carry (bytes): two URLs (the page's and

@@ -26,8 +26,21 @@ constexpr uint8_t kChildSitemapFlag = 4;  // frontier::ItemKind::kChildSitemap
 // byte for byte what version 2 wrote before.
 constexpr uint8_t kCaptureFlag = 8;
 // --- end recrawl hand-off
-constexpr uint8_t kKnownFlags =
-    kSeenMarkFlag | kSitemapFlag | kChildSitemapFlag | kCaptureFlag;
+// --- Sitemap hints: with this flag, after everything above: u8 changefreq,
+// u32 lastmod (UrlMessage::changefreq, lastmod_s). A batch without hints
+// is byte for byte what was written before them; a decoder from before
+// them refuses a batch with hints as unknown flags (a mixed-version
+// cluster exchanges no hints until every worker runs the new one). The
+// high bit, so that flags added beside it do not collide. ---
+constexpr uint8_t kHintsFlag = 0x80;
+constexpr size_t kHintsBytes = 1 + 4;
+constexpr uint8_t kMaxChangeFreq = 7;  // sitemap::ChangeFreq::kNever
+bool HasHints(const UrlMessage& m) {
+  return m.changefreq != 0 || m.lastmod_s != 0;
+}
+// --- end of sitemap hints ---
+constexpr uint8_t kKnownFlags = kSeenMarkFlag | kSitemapFlag |
+                                kChildSitemapFlag | kCaptureFlag | kHintsFlag;
 
 }  // namespace
 
@@ -61,7 +74,8 @@ void EncodeBatch(const BatchHeader& h, const std::vector<UrlMessage>& urls,
   for (const auto& m : urls) {
     total += kUrlFixedBytes + m.url.size() + m.seed_host.size() +
              (m.sitemap_kind != 0 ? 1 + m.sitemap_of.size() : 0) +
-             (m.capture.empty() ? 0 : 4 + m.capture.size());
+             (m.capture.empty() ? 0 : 4 + m.capture.size()) +
+             (HasHints(m) ? kHintsBytes : 0);
   }
   out->reserve(out->size() + total);
   out->push_back(static_cast<char>(kMagic));
@@ -75,6 +89,7 @@ void EncodeBatch(const BatchHeader& h, const std::vector<UrlMessage>& urls,
     if (m.sitemap_kind == 1) flags |= kSitemapFlag;
     if (m.sitemap_kind == 2) flags |= kChildSitemapFlag;
     if (!m.capture.empty()) flags |= kCaptureFlag;
+    if (HasHints(m)) flags |= kHintsFlag;
     out->push_back(static_cast<char>(flags));
     out->push_back(static_cast<char>(m.depth & 0xff));
     out->push_back(static_cast<char>(m.depth >> 8));
@@ -96,6 +111,10 @@ void EncodeBatch(const BatchHeader& h, const std::vector<UrlMessage>& urls,
       // ValidateMessage kept it to MaxCaptureBytes.
       PutU32(static_cast<uint32_t>(m.capture.size()), out);
       out->append(m.capture);
+    }
+    if ((flags & kHintsFlag) != 0) {
+      out->push_back(static_cast<char>(m.changefreq));
+      PutU32(m.lastmod_s, out);
     }
   }
 }
@@ -185,6 +204,20 @@ Status DecodeBatch(std::string_view in, BatchHeader* h,
       m.capture.assign(p + pos, clen);
       pos += clen;
     }
+    if ((flags & kHintsFlag) != 0) {
+      if (in.size() - pos < kHintsBytes) {
+        return Status::Corruption("batch: truncated hints");
+      }
+      m.changefreq = static_cast<uint8_t>(p[pos]);
+      if (m.changefreq > kMaxChangeFreq) {
+        return Status::Corruption("batch: bad changefreq");
+      }
+      m.lastmod_s = GetU32(p + pos + 1);
+      // The flag without a hint is not what EncodeBatch writes (one
+      // encoding per batch).
+      if (!HasHints(m)) return Status::Corruption("batch: empty hints");
+      pos += kHintsBytes;
+    }
     urls->push_back(std::move(m));
   }
   if (pos != in.size()) return Status::Corruption("batch: trailing bytes");
@@ -231,6 +264,9 @@ Status ValidateMessage(const UrlMessage& m, const ExchangeOptions& o) {
   if (m.capture.size() >
       MaxCaptureBytes(static_cast<size_t>(o.max_url_bytes))) {
     return Status::InvalidArgument("exchange: capture too long");
+  }
+  if (m.changefreq > kMaxChangeFreq) {
+    return Status::InvalidArgument("exchange: changefreq must be 0..7");
   }
   return Status::Ok();
 }

@@ -30,6 +30,7 @@ enum class Kind {
   kSegments,
   kRepeated,
   kScope,
+  kAny,  // "recrawl" lines only: every URL
 };
 
 enum class Op { kGt, kGe, kLt, kLe, kEq, kNe };
@@ -45,6 +46,9 @@ struct Rule {
   Op op = Op::kGt;
   uint64_t number = 0;
   Scope scope = Scope::kAny;
+  // "recrawl" lines: the interval bounds (simulated seconds).
+  double min_s = 0;
+  double max_s = 0;
 };
 
 namespace {
@@ -274,6 +278,52 @@ std::string ParseRuleBody(const std::vector<std::string_view>& t, Rule& rule) {
   }
 }
 
+constexpr double kMaxDurationS = 3650.0 * 86400;  // ten years
+
+// Fills a "recrawl" rule from its tokens ("recrawl", interval, kind,
+// argument...); returns an error text, empty on success.
+std::string ParseRecrawlRule(const std::vector<std::string_view>& t,
+                             Rule& rule) {
+  if (t.size() < 2) {
+    return "recrawl: missing interval, e.g. 'recrawl 1h prefix "
+           "http://example.com/news/' or 'recrawl 1d..30d any'";
+  }
+  const std::string_view interval = t[1];
+  const size_t dots = interval.find("..");
+  const std::string_view lo_text = interval.substr(0, dots);
+  const std::string_view hi_text =
+      dots == std::string_view::npos ? interval : interval.substr(dots + 2);
+  const std::optional<double> lo = ParseDuration(lo_text);
+  const std::optional<double> hi = ParseDuration(hi_text);
+  if (!lo.has_value() || !hi.has_value()) {
+    return "recrawl: bad interval '" + std::string(interval) +
+           "' (expected a duration such as 30m, 1h, 7d or a range such as "
+           "1h..1d: an integer from 1 s to 3650 d with a unit s, m, h, d or "
+           "w)";
+  }
+  if (*lo > *hi) {
+    return "recrawl: interval range '" + std::string(interval) +
+           "' has its minimum above its maximum";
+  }
+  rule.min_s = *lo;
+  rule.max_s = *hi;
+  if (t.size() == 3 && t[2] == "any") {
+    rule.kind = Kind::kAny;
+    return {};
+  }
+  if (t.size() >= 3 && t[2] == "any") return "any: takes no argument";
+  // The matching part is an accept/reject rule's: "recrawl" stands where
+  // the action would, so the messages read the same.
+  std::vector<std::string_view> body;
+  body.push_back(t[0]);
+  body.insert(body.end(), t.begin() + 2, t.end());
+  if (body.size() < 2) {
+    return "missing rule kind after 'recrawl " + std::string(interval) +
+           "' (any, or a kind as accept and reject take)";
+  }
+  return ParseRuleBody(body, rule);
+}
+
 std::string Join(const std::vector<std::string_view>& t) {
   std::string out;
   for (std::string_view s : t) {
@@ -313,6 +363,8 @@ bool Matches(const Rule& r, const url::Url& u, const UrlFacts& facts) {
     case Kind::kRepeated:
       return Compare(u.has_opaque_path() ? 0 : MaxRepeat(Segments(u.path())),
                      r.op, r.number);
+    case Kind::kAny:
+      return true;
     case Kind::kScope: {
       if (r.scope == Scope::kAny) return true;
       const std::string seed = Lower(facts.seed_host);
@@ -330,6 +382,41 @@ bool Matches(const Rule& r, const url::Url& u, const UrlFacts& facts) {
 }
 
 }  // namespace
+
+std::optional<double> ParseDuration(std::string_view text) {
+  if (text.size() < 2) return std::nullopt;
+  double unit = 0;
+  switch (text.back()) {
+    case 's':
+      unit = 1;
+      break;
+    case 'm':
+      unit = 60;
+      break;
+    case 'h':
+      unit = 3600;
+      break;
+    case 'd':
+      unit = 86400;
+      break;
+    case 'w':
+      unit = 7 * 86400;
+      break;
+    default:
+      return std::nullopt;
+  }
+  const std::string_view digits = text.substr(0, text.size() - 1);
+  uint64_t n = 0;
+  const auto [end, ec] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  if (ec != std::errc() || end != digits.data() + digits.size() ||
+      n > kMaxNumber) {
+    return std::nullopt;
+  }
+  const double seconds = static_cast<double>(n) * unit;
+  if (seconds < 1 || seconds > kMaxDurationS) return std::nullopt;
+  return seconds;
+}
 
 RuleSet::RuleSet() = default;
 RuleSet::~RuleSet() = default;
@@ -367,9 +454,18 @@ Result<std::unique_ptr<RuleSet>> RuleSet::Parse(std::string_view text,
       set->default_line_ = line_no;
       continue;
     }
+    if (t[0] == "recrawl") {
+      auto rule = std::make_unique<Rule>();
+      rule->line = line_no;
+      rule->text = Join(t);
+      const std::string what = ParseRecrawlRule(t, *rule);
+      if (!what.empty()) return error(what);
+      set->recrawl_rules_.push_back(std::move(rule));
+      continue;
+    }
     if (t[0] != "accept" && t[0] != "reject") {
       return error("unknown action '" + std::string(t[0]) +
-                   "' (expected accept, reject or default)");
+                   "' (expected accept, reject, recrawl or default)");
     }
     auto rule = std::make_unique<Rule>();
     rule->line = line_no;
@@ -413,6 +509,18 @@ RuleVerdict RuleSet::Decide(const UrlFacts& facts) const {
   }
   hits_[n].fetch_add(1, std::memory_order_relaxed);
   return {default_accept_, 0, "default"};
+}
+
+std::optional<RecrawlVerdict> RuleSet::Recrawl(const UrlFacts& facts) const {
+  if (recrawl_rules_.empty()) return std::nullopt;
+  Result<url::Url> parsed = url::Parse(facts.url);
+  if (!parsed.ok()) return std::nullopt;
+  for (const auto& r : recrawl_rules_) {
+    if (Matches(*r, parsed.value(), facts)) {
+      return RecrawlVerdict{r->min_s, r->max_s, r->line, r->text};
+    }
+  }
+  return std::nullopt;
 }
 
 std::vector<RuleSet::RuleStats> RuleSet::Stats() const {

@@ -6,7 +6,14 @@
 //   reject  regex    ^https?://[^/]+/(cgi-bin|calendar)/
 //   accept  domain   example.net
 //   reject  depth    > 5
+//   recrawl 1h       prefix http://example.com/news/
+//   recrawl 1d..30d  any
 //   default reject
+//
+// "recrawl" lines do not accept or reject anything: they are a second
+// ordered list, asked by Recrawl() for a URL's revisit interval in a
+// continuous crawl (docs/RULES.md, "Recrawl intervals"); the first matching
+// recrawl line decides, and Decide() never looks at them.
 //
 // Rules are matched against the URL as url::Parse() serializes it (WHATWG:
 // lowercase scheme and host, punycode hosts, default port dropped), so
@@ -23,6 +30,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +58,20 @@ struct RuleVerdict {
   std::string rule;
 };
 
+// What the first matching "recrawl" line says about a URL's interval
+// (simulated seconds, as recrawl::Options): a fixed interval has
+// min_s == max_s; a range "1h..1d" bounds the adaptive interval.
+struct RecrawlVerdict {
+  double min_s = 0;
+  double max_s = 0;
+  int line = 0;      // 1-based line in the rule file
+  std::string rule;  // the line as written (whitespace collapsed)
+};
+
+// "30m", "1h", "7d", "2w" (an integer and one unit of s, m, h, d, w) in
+// seconds; nullopt when it is not one or lies outside [1 s, 3650 d].
+std::optional<double> ParseDuration(std::string_view text);
+
 struct Rule;  // conf/rules.cc
 
 // An immutable, loaded rule file. Decide() and Stats() are safe to call
@@ -66,8 +88,8 @@ class RuleSet {
   // error messages. Fails with InvalidArgument "<source>:<line>: <what>"
   // for the first invalid line (unknown action or kind, wrong number of
   // arguments, bad number or operator, RE2 compile error, a "domain" that
-  // is not a registrable domain, a second or non-final "default"); nothing
-  // is returned then.
+  // is not a registrable domain, a second or non-final "default", a
+  // "recrawl" line with a bad interval); nothing is returned then.
   [[nodiscard]] static Result<std::unique_ptr<RuleSet>> Parse(
       std::string_view text, std::string_view source_name);
 
@@ -92,13 +114,22 @@ class RuleSet {
   // One entry per rule in file order, then "default", then "invalid url".
   std::vector<RuleStats> Stats() const;
 
-  // Number of rules (without the default).
+  // The first "recrawl" line (in file order) that matches the URL; nullopt
+  // when none does (or the URL does not parse): the crawl's own
+  // [recrawl] bounds apply.
+  std::optional<RecrawlVerdict> Recrawl(const UrlFacts& facts) const;
+
+  // Number of accept/reject rules (without the default and the recrawl
+  // lines).
   size_t size() const { return rules_.size(); }
+  // Number of "recrawl" lines.
+  size_t recrawl_size() const { return recrawl_rules_.size(); }
 
  private:
   RuleSet();
 
   std::vector<std::unique_ptr<Rule>> rules_;
+  std::vector<std::unique_ptr<Rule>> recrawl_rules_;
   bool default_accept_ = true;
   int default_line_ = 0;  // line of the "default" rule, 0 when absent
   // rules_.size() + 2 counters: rules, default, invalid url.

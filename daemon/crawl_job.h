@@ -42,6 +42,9 @@ struct CrawlPath::Job {
   std::optional<store::RevisitOf> not_modified_of;
   std::optional<store::RevisitOf> unchanged_of;
   RecordedPayload recorded;
+  // A sitemap's lastmod, read while this fetch was under way, is later
+  // than the fetch's start: the capture is stale at birth (DueByLastmod).
+  bool stale_by_lastmod = false;
 };
 
 }  // namespace crawld::daemon

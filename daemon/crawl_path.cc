@@ -10,6 +10,16 @@
 
 namespace crawld::daemon {
 
+namespace {
+
+// A link's share of its page's credit (FollowLinks): 0.5 + its sitemap
+// priority, 1 for a link without one.
+double LinkWeight(const parser::Link& link) {
+  return 0.5 + std::min<double>(link.priority_pct, 100) / 100.0;
+}
+
+}  // namespace
+
 std::string_view StageName(Stage stage) {
   switch (stage) {
     case Stage::kResolving:
@@ -105,6 +115,8 @@ EnterResult CrawlPath::Route(const url::Url& canon, const Candidate& c) {
           std::string(c.seed_host.empty() ? canon.host() : c.seed_host);
       m.sitemap_kind = static_cast<uint8_t>(c.kind);
       m.sitemap_of = std::string(c.sitemap_of);
+      m.changefreq = c.changefreq;
+      m.lastmod_s = c.lastmod_s;
       router->Send(owner, std::move(m));
       return EnterResult::kRouted;
     }
@@ -120,6 +132,8 @@ EnterResult CrawlPath::Admit(const url::Url& canon, const Candidate& c) {
   if (!parts_.seen->InsertIfNew(host_key, fp)) {
     // Known URL: its host still receives the credit (AOPIC).
     if (c.credit > 0) frontier_->AddCredit(host_key, c.credit, c.from_host_key);
+    if (c.lastmod_s != 0) DueByLastmod(fp, c.lastmod_s);
+    if (c.changefreq != 0) LateChangefreq(fp, c.changefreq);
     return EnterResult::kKnown;
   }
   if (std::string_view trap = parts_.traps->Admit(host_key, canon);
@@ -141,6 +155,7 @@ EnterResult CrawlPath::Admit(const url::Url& canon, const Candidate& c) {
       std::string(c.seed_host.empty() ? canon.host() : c.seed_host);
   item.kind = c.kind;
   item.sitemap_of = std::string(c.sitemap_of);
+  item.changefreq = c.changefreq;
   Status st = frontier_->TryPush(host_key, std::move(item), c.from_host_key);
   if (st.ok()) return EnterResult::kQueued;
   if (st.code() == Status::Code::kFailedPrecondition) {
@@ -551,11 +566,15 @@ void CrawlPath::FollowLinks(Job* job, bool all_now) {
   if (options_.follow_other_links) {
     for (const parser::Link& link : page.other_links) add(link);
   }
-  // AOPIC: the page's after-tax credit is shared equally among the URLs it
-  // passes on (a link to a URL already queued still credits its host).
-  job->link_share = links.empty()
-                        ? 0.0
-                        : job->item.credit / static_cast<double>(links.size());
+  // AOPIC: the page's after-tax credit is shared among the URLs it passes
+  // on (a link to a URL already queued still credits its host): equally,
+  // unless a sitemap gave priorities. A link's weight is 0.5 + priority,
+  // from 0.5 to 1.5 (1 for the default 0.5 and for every HTML link), so a
+  // priority-1.0 page gets three times the credit of a priority-0.0 one
+  // and the sum stays the page's credit.
+  double weights = 0;
+  for (const parser::Link* link : links) weights += LinkWeight(*link);
+  job->link_share = weights > 0 ? job->item.credit / weights : 0.0;
   FollowSomeLinks(job, all_now);
 }
 
@@ -579,7 +598,9 @@ void CrawlPath::FollowSomeLinks(Job* job, bool all_now) {
       continue;
     }
     c.url = link.url;
-    c.credit = job->link_share;
+    c.credit = job->link_share * LinkWeight(link);
+    c.changefreq = link.changefreq;
+    c.lastmod_s = link.lastmod_s;
     Enter(c);
     if (options_.path_ascending) EnterParents(c);
   }
@@ -611,6 +632,8 @@ void CrawlPath::EnterParents(Candidate c) {
     parent.append(path.substr(0, slash + 1));
     c.url = parent;
     c.credit = 0;
+    c.changefreq = 0;  // the hints were the child's
+    c.lastmod_s = 0;
     if (Enter(c) == EnterResult::kQueued) {
       stats_->Count("path_ascending_added");
     }

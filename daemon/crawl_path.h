@@ -42,7 +42,10 @@
 // A continuous crawl ([recrawl], Parts::schedule) adds four steps, in
 // crawl_path_recrawl.cc: due URLs back into the frontier before step 8,
 // the URL's last capture at step 9, its validators at step 12 (a 304 is a
-// revisit of that capture), and its next visit once step 14 wrote it.
+// revisit of that capture), and its next visit once step 14 wrote it (the
+// interval within the URL's recrawl rule, from a sitemap's changefreq at
+// first); and at step 6, a known URL a sitemap says changed (lastmod)
+// since its capture is made due.
 // Steps 15-16 run right after 13, before 14 ends: the next page of a site
 // does not wait for this one's records, which queue behind other writes.
 // A job (a page or a robots.txt fetch) carries an explicit Stage, changed
@@ -105,6 +108,11 @@ struct Candidate {
   // whose robots.txt named it (frontier::Item::sitemap_of).
   frontier::ItemKind kind = frontier::ItemKind::kPage;
   std::string_view sitemap_of;
+  // What a sitemap said of the page (parser::Link): its <changefreq> (the
+  // first recrawl interval of a new URL) and <lastmod> (Unix seconds; a
+  // known URL captured before it is due again now). 0: none.
+  uint8_t changefreq = 0;
+  uint32_t lastmod_s = 0;
 };
 
 enum class EnterResult : uint8_t {
@@ -344,6 +352,19 @@ class CrawlPath {
   void AddValidators(Job* job, fetcher::Request* request);
   void OnNotModified(Job* job);
   void Reschedule(Job* job);
+  // A known URL a sitemap says changed (lastmod) after its last capture:
+  // due now (crawl_path_recrawl.cc).
+  void DueByLastmod(uint64_t fingerprint, uint32_t lastmod_s);
+  // A known URL a sitemap gives a changefreq: kept for its first capture
+  // when it has none yet, or its first interval planned again when that
+  // is still running (crawl_path_recrawl.cc).
+  void LateChangefreq(uint64_t fingerprint, uint8_t changefreq);
+  // What steers a URL's interval: the recrawl rule in force, the
+  // sitemap's changefreq.
+  recrawl::Steer SteerOf(std::string_view url, int depth,
+                         std::string_view seed_host, uint8_t changefreq) const;
+  // A copy of a revisit is one visited within this of its last visit.
+  [[nodiscard]] int64_t DuplicateWindowUs(const recrawl::Capture& c) const;
   // What the recorder may write instead of a response (recorder.h).
   RecrawlWrite RecrawlWriteOf(Job* job);
   // Hand-off: sends the capture of a URL whose host `to` owns (false: not
@@ -404,6 +425,11 @@ class CrawlPath {
   // The sweep: running, and the last fingerprint looked at (none yet).
   bool sweeping_ = false;
   std::optional<uint64_t> sweep_after_;
+  // Recrawl: the sitemap changefreq of known URLs not captured yet (met
+  // first by a link, queued before the sitemap was read), for their first
+  // interval; at most kMaxLateHints (then counted, dropped), for this run.
+  static constexpr size_t kMaxLateHints = 100000;
+  std::unordered_map<uint64_t, uint8_t> late_changefreq_;
 };
 
 }  // namespace crawld::daemon

@@ -17,7 +17,16 @@
 //                                      revisit of the last capture; any
 //                                      other 304 is a lie, counted
 //   14'. reschedule  Reschedule()      once recorded: changed or not, the
-//                                      interval adapted, the next visit due
+//                                      interval adapted (within the bounds
+//                                      of the URL's recrawl rule, from the
+//                                      sitemap's changefreq at first), the
+//                                      next visit due
+//    6'. lastmod     DueByLastmod()    a known URL a sitemap lists with a
+//                                      lastmod after its last capture (or
+//                                      its fetch's start) is due now
+//    6''. changefreq LateChangefreq()  a known URL's changefreq kept for
+//                                      its first capture, or its first
+//                                      interval planned again
 //
 // Politeness is untouched: a revisit is a frontier item like any other and
 // waits for its host's slot and delay.
@@ -56,6 +65,25 @@
 #include "daemon/crawl_path.h"
 
 namespace crawld::daemon {
+
+// The sitemap's changefreq travels as its integer (frontier::Item,
+// cluster::UrlMessage); the schedule reads it with the same numbering.
+static_assert(static_cast<int>(sitemap::ChangeFreq::kUnset) ==
+              static_cast<int>(recrawl::ChangeFreq::kNone));
+static_assert(static_cast<int>(sitemap::ChangeFreq::kAlways) ==
+              static_cast<int>(recrawl::ChangeFreq::kAlways));
+static_assert(static_cast<int>(sitemap::ChangeFreq::kHourly) ==
+              static_cast<int>(recrawl::ChangeFreq::kHourly));
+static_assert(static_cast<int>(sitemap::ChangeFreq::kDaily) ==
+              static_cast<int>(recrawl::ChangeFreq::kDaily));
+static_assert(static_cast<int>(sitemap::ChangeFreq::kWeekly) ==
+              static_cast<int>(recrawl::ChangeFreq::kWeekly));
+static_assert(static_cast<int>(sitemap::ChangeFreq::kMonthly) ==
+              static_cast<int>(recrawl::ChangeFreq::kMonthly));
+static_assert(static_cast<int>(sitemap::ChangeFreq::kYearly) ==
+              static_cast<int>(recrawl::ChangeFreq::kYearly));
+static_assert(static_cast<int>(sitemap::ChangeFreq::kNever) ==
+              static_cast<int>(recrawl::ChangeFreq::kNever));
 
 namespace {
 
@@ -216,16 +244,124 @@ bool CrawlPath::FindCapture(const frontier::Frontier::Ready& ready,
   // A second copy of a revisit (released before a kill and again after
   // it, or queued in flight and re-queued): visited within half the
   // shortest interval, so not again. Retries are not copies.
-  const int64_t fresh_us =
-      recrawl::NextIntervalUs(parts_.schedule->options(), 1, true) / 2;
   if (ready.item.retries == 0 &&
-      parts_.clock->WallUs() - c.fetched_us < fresh_us) {
+      parts_.clock->WallUs() - c.fetched_us < DuplicateWindowUs(c)) {
     stats_->Count("recrawl_duplicate_skips");
     return false;
   }
   *capture = std::move(**found);
   stats_->Count("recrawl_visits");
   return true;
+}
+
+int64_t CrawlPath::DuplicateWindowUs(const recrawl::Capture& c) const {
+  // Half the shortest interval; a recrawl rule may set one below the
+  // [recrawl] minimum, and the capture's own interval is then shorter.
+  const int64_t shortest =
+      recrawl::NextIntervalUs(parts_.schedule->options(), 1, true);
+  return std::min(shortest, std::max<int64_t>(c.interval_us, 1)) / 2;
+}
+
+// --- 6'. lastmod ------------------------------------------------------------
+
+void CrawlPath::DueByLastmod(uint64_t fingerprint, uint32_t lastmod_s) {
+  recrawl::Schedule* schedule = parts_.schedule;
+  if (schedule == nullptr) return;
+  const int64_t wall = parts_.clock->WallUs();
+  const int64_t lastmod_us = static_cast<int64_t>(lastmod_s) * 1'000'000;
+  // A lastmod ahead of our clock by more than any skew is a sitemap that
+  // stamps "now + something" on everything: it says nothing.
+  constexpr int64_t kSkewUs = 3600LL * 1'000'000;
+  if (lastmod_us > wall + kSkewUs) {
+    stats_->Count("recrawl_lastmod_future");
+    return;
+  }
+  // Being fetched or recorded now (a site's sitemap is often read right
+  // after its front page): the capture on its way is older than the
+  // lastmod when its fetch began before it. Reschedule() makes it due.
+  const int64_t mono = parts_.clock->MonotonicUs();
+  for (auto& [id, job] : jobs_) {
+    if (!job->robots && job->item.fingerprint == fingerprint &&
+        job->item.kind == frontier::ItemKind::kPage &&
+        job->stage != Stage::kResolving && job->stage != Stage::kIpWait &&
+        lastmod_us > wall - (mono - job->started_us)) {
+      job->stale_by_lastmod = true;
+      return;
+    }
+  }
+  auto found = schedule->Get(fingerprint);
+  // Not captured yet (queued): its first visit comes anyway.
+  if (!found.ok() || !found->has_value()) return;
+  recrawl::Capture c = std::move(**found);
+  if (lastmod_us <= c.fetched_us || c.due_us <= wall) return;
+  // Due now, but not sooner than a revisit copy would be refused
+  // (FindCapture): a page changed right after its visit waits that long.
+  c.due_us = std::max(wall, c.fetched_us + DuplicateWindowUs(c));
+  if (Status st = schedule->Put(fingerprint, c); !st.ok()) {
+    stats_->Count("recrawl_store_error");
+    log_->Write(Level::kError, "recrawl_store_error",
+                {{"url", c.url}, {"error", st.ToString()}});
+    return;
+  }
+  next_due_us_ = std::min(next_due_us_, c.due_us);
+  stats_->Count("recrawl_lastmod_due");
+  log_->Write(Level::kDebug, "recrawl_lastmod_due",
+              {{"url", c.url}, {"lastmod", std::to_string(lastmod_s)}});
+}
+
+void CrawlPath::LateChangefreq(uint64_t fingerprint, uint8_t changefreq) {
+  recrawl::Schedule* schedule = parts_.schedule;
+  if (schedule == nullptr) return;
+  auto found = schedule->Get(fingerprint);
+  if (!found.ok()) return;
+  if (!found->has_value()) {
+    // Queued or in flight: Reschedule() takes it at the first capture.
+    if (late_changefreq_.size() >= kMaxLateHints &&
+        late_changefreq_.count(fingerprint) == 0) {
+      stats_->Count("recrawl_hints_dropped");
+      return;
+    }
+    late_changefreq_[fingerprint] = changefreq;
+    return;
+  }
+  recrawl::Capture c = std::move(**found);
+  // Only a first interval still running as planned at the first capture
+  // (not leased by a release, not adapted by a second visit).
+  if (c.visits != 1 || c.due_us != c.fetched_us + c.interval_us) return;
+  const int64_t interval =
+      recrawl::NextIntervalUs(schedule->options(), 0, false,
+                              SteerOf(c.url, c.depth, c.seed_host, changefreq));
+  if (interval == c.interval_us) return;
+  c.interval_us = interval;
+  c.due_us =
+      std::max(c.fetched_us + interval, c.fetched_us + DuplicateWindowUs(c));
+  if (Status st = schedule->Put(fingerprint, c); !st.ok()) {
+    stats_->Count("recrawl_store_error");
+    log_->Write(Level::kError, "recrawl_store_error",
+                {{"url", c.url}, {"error", st.ToString()}});
+    return;
+  }
+  next_due_us_ = std::min(next_due_us_, c.due_us);
+  stats_->Count("recrawl_changefreq_replanned");
+}
+
+recrawl::Steer CrawlPath::SteerOf(std::string_view url, int depth,
+                                  std::string_view seed_host,
+                                  uint8_t changefreq) const {
+  recrawl::Steer steer;
+  steer.changefreq =
+      static_cast<recrawl::ChangeFreq>(std::min<uint8_t>(changefreq, 7));
+  if (rules_ != nullptr) {
+    // The rules in force now: a reload changes the bounds from the URL's
+    // next visit on (its current due time stays).
+    auto verdict = rules_->Recrawl({url, depth, seed_host});
+    if (verdict.has_value()) {
+      steer.has_rule = true;
+      steer.rule_min_s = verdict->min_s;
+      steer.rule_max_s = verdict->max_s;
+    }
+  }
+  return steer;
 }
 
 // --- 12'. validators --------------------------------------------------------
@@ -311,6 +447,14 @@ void CrawlPath::Reschedule(Job* job) {
     return;
   }
   const bool first = !job->capture.has_value();
+  // The sitemap's changefreq: carried by the item, or met after the URL
+  // was queued (LateChangefreq).
+  uint8_t changefreq = job->item.changefreq;
+  if (auto late = late_changefreq_.find(job->item.fingerprint);
+      late != late_changefreq_.end()) {
+    if (changefreq == 0) changefreq = late->second;
+    late_changefreq_.erase(late);
+  }
   recrawl::Capture c = first ? recrawl::Capture{} : *job->capture;
   const RecordedPayload& p = job->recorded;
   bool changed = false;
@@ -340,10 +484,16 @@ void CrawlPath::Reschedule(Job* job) {
   c.host_key = job->host_key;
   c.seed_host = job->item.seed_host;
   c.depth = job->item.depth;
-  c.interval_us = recrawl::NextIntervalUs(parts_.schedule->options(),
-                                          first ? 0 : c.interval_us, changed);
+  c.interval_us = recrawl::NextIntervalUs(
+      parts_.schedule->options(), first ? 0 : c.interval_us, changed,
+      SteerOf(job->item.url, job->item.depth, job->item.seed_host, changefreq));
   c.fetched_us = wall;
   c.due_us = wall + c.interval_us;
+  if (job->stale_by_lastmod) {
+    // Changed, says its sitemap, after this fetch began.
+    c.due_us = std::min(c.due_us, wall + DuplicateWindowUs(c));
+    stats_->Count("recrawl_lastmod_due");
+  }
   ++c.visits;
   if (changed) ++c.changes;
   if (!first) stats_->Count(changed ? "recrawl_changed" : "recrawl_unchanged");

@@ -33,6 +33,8 @@ checkpoint::RoutedUrl ToRouted(int to, const cluster::UrlMessage& m) {
   r.credit = m.credit;
   r.sitemap_kind = m.sitemap_kind;
   r.sitemap_of = m.sitemap_of;
+  r.changefreq = m.changefreq;
+  r.lastmod_s = m.lastmod_s;
   return r;
 }
 
@@ -45,6 +47,8 @@ cluster::UrlMessage FromRouted(checkpoint::RoutedUrl&& r) {
   m.seen_mark = r.seen_mark;
   m.sitemap_kind = r.sitemap_kind;
   m.sitemap_of = std::move(r.sitemap_of);
+  m.changefreq = r.changefreq;
+  m.lastmod_s = r.lastmod_s;
   return m;
 }
 
@@ -264,6 +268,7 @@ void Peers::Rebalance(frontier::Frontier* frontier,
       m.seed_host = std::move(item.seed_host);
       m.sitemap_kind = static_cast<uint8_t>(item.kind);
       m.sitemap_of = std::move(item.sitemap_of);
+      m.changefreq = item.changefreq;
       Send(to, std::move(m));
       ++urls;
     });

@@ -1,5 +1,9 @@
 #include "daemon/processors.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "base/ascii.h"
 
 namespace crawld::daemon {
@@ -20,11 +24,21 @@ sitemap::Report ReadSitemapLinks(
       sitemap::Read(body, document_url, cross_submitted_hosts, options);
   page->links.reserve(page->links.size() + c.entries.size());
   for (sitemap::Entry& e : c.entries) {
-    page->links.push_back({std::move(e.url),
-                           e.kind == sitemap::EntryKind::kSitemap
-                               ? parser::LinkKind::kSitemap
-                               : parser::LinkKind::kAnchor,
-                           false});
+    parser::Link link{std::move(e.url),
+                      e.kind == sitemap::EntryKind::kSitemap
+                          ? parser::LinkKind::kSitemap
+                          : parser::LinkKind::kAnchor,
+                      false};
+    link.changefreq = static_cast<uint8_t>(e.changefreq);
+    link.priority_pct = static_cast<uint8_t>(
+        std::lround(std::clamp(e.priority, 0.0, 1.0) * 100));
+    // Unix seconds in 32 bits (until 2106); a lastmod before 1970 says
+    // nothing a crawl can use.
+    if (e.lastmod.has_value() && *e.lastmod > 0) {
+      link.lastmod_s = static_cast<uint32_t>(
+          std::min<int64_t>(*e.lastmod, std::numeric_limits<uint32_t>::max()));
+    }
+    page->links.push_back(std::move(link));
   }
   return c.report;
 }

@@ -226,6 +226,8 @@ Status Worker::Impl::OpenPeers(const std::string& wdir) {
     c.seed_host = m.seed_host;
     c.kind = static_cast<frontier::ItemKind>(m.sitemap_kind);
     c.sitemap_of = m.sitemap_of;
+    c.changefreq = m.changefreq;
+    c.lastmod_s = m.lastmod_s;
     path_->Enter(c);
   });
   return Status::Ok();

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "frontier/ip_gate.h"
+#include "frontier/spill_items.h"
 
 namespace crawld::frontier {
 namespace {
@@ -70,18 +71,22 @@ size_t ItemBytes(const Item& item) {
 //   u32 magic, u32 item count, u32 payload bytes, u64 XXH3 of payload,
 //   payload = per item: u32 url bytes, url, u64 fingerprint, u16 depth,
 //   u8 redirects, u8 retries, f64 credit, u64 redirect_from, u16 seed host
-//   bytes, seed host, u8 kind (ItemKind), u8 sitemap_of bytes, sitemap_of.
-//   Chunks of magic "FCK2" (before sitemaps) end each item at the seed host
-//   and are still read, as pages.
+//   bytes, seed host, u8 kind (ItemKind), u8 sitemap_of bytes, sitemap_of,
+//   u8 changefreq (Item::changefreq).
+//   Older chunks are still read: magic "FCK3" (before sitemap hints) ends
+//   each item at sitemap_of (changefreq 0), "FCK2" (before sitemaps) at
+//   the seed host (a page).
 // Manifest (spill_dir/MANIFEST, replaced by rename):
 //   8 bytes magic, u64 payload bytes, u64 XXH3 of payload, payload =
 //   f64 lambda, u64 hosts, per host: u32 key bytes, key, u8 retired,
 //   i64 crawl delay, f64 credit, f64 inbound credit, u64 pages, u64 fetched,
 //   u64 dropped, u32 chunks, per chunk: u32 segment, u32 count, u64 offset,
 //   u32 bytes.
-constexpr uint32_t kChunkMagic = 0x334b4346;        // "FCK3"
-constexpr uint32_t kChunkMagicNoKind = 0x324b4346;  // "FCK2"
+using spill::kChunkMagic;
+using spill::kChunkMagicNoHints;
+using spill::kChunkMagicNoKind;
 constexpr size_t kChunkHeader = 4 + 4 + 4 + 8;
+constexpr uint8_t kMaxChangeFreq = 7;  // sitemap::ChangeFreq::kNever
 constexpr char kManifestMagic[8] = {'C', 'R', 'W', 'L', 'F', 'R', 'N', '1'};
 constexpr uint32_t kMaxUrlBytes = 1u << 24;  // sanity bound when decoding
 
@@ -123,6 +128,10 @@ class Reader {
   bool ok_ = true;
 };
 
+}  // namespace
+
+namespace spill {
+
 void EncodeItem(std::string* out, const Item& item) {
   Put<uint32_t>(out, static_cast<uint32_t>(item.url.size()));
   out->append(item.url);
@@ -140,7 +149,53 @@ void EncodeItem(std::string* out, const Item& item) {
   const size_t of = std::min<size_t>(item.sitemap_of.size(), 0xff);
   Put<uint8_t>(out, static_cast<uint8_t>(of));
   out->append(item.sitemap_of, 0, of);
+  Put<uint8_t>(out, item.changefreq);
 }
+
+bool DecodeItems(std::string_view payload, uint32_t magic, uint32_t count,
+                 std::vector<Item>* out) {
+  if (magic != kChunkMagic && magic != kChunkMagicNoHints &&
+      magic != kChunkMagicNoKind) {
+    return false;
+  }
+  Reader r(payload);
+  const size_t first = out->size();
+  for (uint32_t i = 0; i < count; ++i) {
+    Item item;
+    const uint32_t len = r.Get<uint32_t>();
+    if (len > kMaxUrlBytes) break;
+    item.url = std::string(r.Bytes(len));
+    item.fingerprint = r.Get<uint64_t>();
+    item.depth = r.Get<uint16_t>();
+    item.redirects = r.Get<uint8_t>();
+    item.retries = r.Get<uint8_t>();
+    item.credit = CleanCredit(r.Get<double>());
+    item.redirect_from = r.Get<uint64_t>();
+    item.seed_host = std::string(r.Bytes(r.Get<uint16_t>()));
+    if (magic != kChunkMagicNoKind) {
+      const uint8_t kind = r.Get<uint8_t>();
+      if (kind > static_cast<uint8_t>(ItemKind::kChildSitemap)) break;
+      item.kind = static_cast<ItemKind>(kind);
+      item.sitemap_of = std::string(r.Bytes(r.Get<uint8_t>()));
+    }
+    if (magic == kChunkMagic) {
+      // An unknown value is no hint rather than a lost chunk.
+      const uint8_t freq = r.Get<uint8_t>();
+      item.changefreq = freq <= kMaxChangeFreq ? freq : 0;
+    }
+    if (!r.ok()) break;
+    out->push_back(std::move(item));
+  }
+  if (!r.ok() || !r.done() || out->size() - first != count) {
+    out->resize(first);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace spill
+
+namespace {
 
 std::string ErrnoText(const std::string& what) {
   return what + ": " + std::strerror(errno);
@@ -252,7 +307,9 @@ struct Frontier::SpillStore {
     }
     scratch.assign(kChunkHeader, '\0');
     uint32_t count = 0;
-    for (It it = begin; it != end; ++it, ++count) EncodeItem(&scratch, *it);
+    for (It it = begin; it != end; ++it, ++count) {
+      spill::EncodeItem(&scratch, *it);
+    }
     const uint32_t payload =
         static_cast<uint32_t>(scratch.size() - kChunkHeader);
     const uint64_t sum = XXH3_64bits(scratch.data() + kChunkHeader, payload);
@@ -314,36 +371,16 @@ struct Frontier::SpillStore {
     const uint32_t count = r.Get<uint32_t>();
     const uint32_t payload = r.Get<uint32_t>();
     const uint64_t sum = r.Get<uint64_t>();
-    if ((magic != kChunkMagic && magic != kChunkMagicNoKind) ||
+    if ((magic != kChunkMagic && magic != kChunkMagicNoHints &&
+         magic != kChunkMagicNoKind) ||
         count != ref.count || payload != ref.bytes - kChunkHeader ||
         sum != XXH3_64bits(scratch.data() + kChunkHeader, payload)) {
       return Status::Corruption(path + ": bad chunk at offset " +
                                 std::to_string(ref.offset));
     }
-    const size_t first = out->size();
-    for (uint32_t i = 0; i < count; ++i) {
-      Item item;
-      const uint32_t len = r.Get<uint32_t>();
-      if (len > kMaxUrlBytes) break;
-      item.url = std::string(r.Bytes(len));
-      item.fingerprint = r.Get<uint64_t>();
-      item.depth = r.Get<uint16_t>();
-      item.redirects = r.Get<uint8_t>();
-      item.retries = r.Get<uint8_t>();
-      item.credit = CleanCredit(r.Get<double>());
-      item.redirect_from = r.Get<uint64_t>();
-      item.seed_host = std::string(r.Bytes(r.Get<uint16_t>()));
-      if (magic == kChunkMagic) {
-        const uint8_t kind = r.Get<uint8_t>();
-        if (kind > static_cast<uint8_t>(ItemKind::kChildSitemap)) break;
-        item.kind = static_cast<ItemKind>(kind);
-        item.sitemap_of = std::string(r.Bytes(r.Get<uint8_t>()));
-      }
-      if (!r.ok()) break;
-      out->push_back(std::move(item));
-    }
-    if (!r.ok() || !r.done() || out->size() - first != count) {
-      out->resize(first);
+    if (!spill::DecodeItems(
+            std::string_view(scratch).substr(kChunkHeader, payload), magic,
+            count, out)) {
       return Status::Corruption(path + ": undecodable chunk at offset " +
                                 std::to_string(ref.offset));
     }

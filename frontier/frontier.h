@@ -179,6 +179,10 @@ struct Item {
   // What the URL is fetched as: a page, or a sitemap (docs/SITEMAPS.md),
   // whose entries are read as the sitemaps.org protocol admits them.
   ItemKind kind = ItemKind::kPage;
+  // A sitemap's <changefreq> for this page (sitemap::ChangeFreq as an
+  // integer, 0: none): its first recrawl interval (recrawl::Steer). One
+  // byte, in what was padding: the frontier holds millions of items.
+  uint8_t changefreq = 0;
   // AOPIC credit (credit units). Push() adds it to the host's credit; Pop()
   // returns here the after-tax share the fetched page passes to its
   // outlinks. With credit_scheduling off it only breaks ties between hosts

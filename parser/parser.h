@@ -135,6 +135,14 @@ struct Link {
   // rel="nofollow" on this element. Page::meta_nofollow is separate: callers
   // combine the two.
   bool nofollow = false;
+  // What a sitemap says about the linked page (docs/SITEMAPS.md, "What
+  // the schedule takes from it"); the defaults for every other link:
+  // <changefreq> as sitemap::ChangeFreq's integer (0: none), <priority>
+  // in percent (the protocol's default 0.5 is 50), <lastmod> in Unix
+  // seconds (0: none).
+  uint8_t changefreq = 0;
+  uint8_t priority_pct = 50;
+  uint32_t lastmod_s = 0;
 };
 
 // What the bounds (Options) cut from one page; all zero on normal pages.

@@ -101,14 +101,45 @@ Options Sanitize(Options o) {
   return o;
 }
 
-int64_t NextIntervalUs(const Options& o, int64_t current_us, bool changed) {
+double ChangeFreqSeconds(ChangeFreq freq, double min_s, double max_s) {
+  constexpr double kDay = 86400;
+  switch (freq) {
+    case ChangeFreq::kNone:
+      return 0;
+    case ChangeFreq::kAlways:
+      return min_s;
+    case ChangeFreq::kHourly:
+      return 3600;
+    case ChangeFreq::kDaily:
+      return kDay;
+    case ChangeFreq::kWeekly:
+      return 7 * kDay;
+    case ChangeFreq::kMonthly:
+      return 30 * kDay;
+    case ChangeFreq::kYearly:
+      return 365 * kDay;
+    case ChangeFreq::kNever:
+      return max_s;
+  }
+  return 0;
+}
+
+int64_t NextIntervalUs(const Options& o, int64_t current_us, bool changed,
+                       const Steer& steer) {
   const double per_s = 1e6 / o.time_scale;  // real us per simulated second
-  const double lo = o.min_interval_s * per_s;
-  const double hi = o.max_interval_s * per_s;
-  double next = current_us <= 0 ? o.initial_interval_s * per_s
+  double min_s = o.min_interval_s;
+  double max_s = o.max_interval_s;
+  if (steer.has_rule && steer.rule_min_s > 0 &&
+      steer.rule_min_s <= steer.rule_max_s) {
+    min_s = steer.rule_min_s;
+    max_s = steer.rule_max_s;
+  }
+  double first_s = ChangeFreqSeconds(steer.changefreq, min_s, max_s);
+  if (first_s <= 0) first_s = o.initial_interval_s;
+  double next = current_us <= 0 ? first_s * per_s
                 : changed       ? static_cast<double>(current_us) * o.shrink
                                 : static_cast<double>(current_us) * o.grow;
-  next = std::clamp(next, lo, hi);
+  next = std::clamp(next, min_s * per_s, max_s * per_s);
   return std::max<int64_t>(1, static_cast<int64_t>(next));
 }
 

@@ -15,8 +15,14 @@
 // found it unchanged (a 304, or the same digest) by `grow`, clamped to
 // [min_interval_s, max_interval_s]. Intervals are in simulated seconds;
 // `time_scale` simulated seconds pass per real second, so that tests can
-// run a week in seconds. Deliberate simplification: no per-rule intervals
-// and no sitemap changefreq yet; every URL starts at initial_interval_s.
+// run a week in seconds.
+//
+// Two things steer a URL's interval besides the adaptation (Steer): the
+// operator's "recrawl" rule (conf/rules.h; docs/RULES.md) replaces the
+// bounds for the URLs it matches (a fixed interval is a range of one),
+// and a sitemap's <changefreq> gives the first interval instead of
+// initial_interval_s. The rule wins: the first interval is clamped into
+// the rule's bounds, so a fixed rule ignores changefreq.
 //
 // Writes are not synced (Options::sync): a killed process loses nothing
 // (LevelDB's log is in the OS), a machine crash may lose the last updates,
@@ -90,11 +96,43 @@ struct Capture {
   uint32_t changes = 0;     // visits that found it changed
 };
 
+// sitemaps.org <changefreq> values, numbered as sitemap::ChangeFreq
+// (the daemon checks that they agree); 0: none given.
+enum class ChangeFreq : uint8_t {
+  kNone = 0,
+  kAlways,
+  kHourly,
+  kDaily,
+  kWeekly,
+  kMonthly,
+  kYearly,
+  kNever,
+};
+
+// What steers one URL's interval besides the adaptation.
+struct Steer {
+  // A matching "recrawl" rule's bounds (simulated seconds, min <= max;
+  // equal: a fixed interval); unset: the Options' bounds.
+  bool has_rule = false;
+  double rule_min_s = 0;
+  double rule_max_s = 0;
+  // The sitemap's hint for the first interval.
+  ChangeFreq changefreq = ChangeFreq::kNone;
+};
+
+// The first interval a changefreq asks for (simulated seconds) within the
+// bounds [min_s, max_s]: always the minimum, never the maximum, hourly
+// 1 h, daily 1 d, weekly 7 d, monthly 30 d, yearly 365 d; 0 for kNone.
+[[nodiscard]] double ChangeFreqSeconds(ChangeFreq freq, double min_s,
+                                       double max_s);
+
 // The interval after a visit, in real microseconds: `current_us` (0: the
-// first capture, giving initial_interval_s) shrunk when `changed`, else
-// grown, clamped to the bounds. Options as sanitized by Sanitize().
+// first capture, giving the changefreq's interval, else
+// initial_interval_s) shrunk when `changed`, else grown, clamped to the
+// bounds (the rule's when it has one, else the Options'). Options as
+// sanitized by Sanitize().
 [[nodiscard]] int64_t NextIntervalUs(const Options& options, int64_t current_us,
-                                     bool changed);
+                                     bool changed, const Steer& steer = {});
 
 // Clamps the options to their documented ranges (min <= max, factors,
 // time_scale).

@@ -1,7 +1,8 @@
 // Fuzz target for filter rule files (conf/rules.h). Invariants: parsing
 // never crashes; a rejected file names the source and a line; an accepted
 // file decides every URL with a rule that exists in it (or the default),
-// and Stats() lists each rule once plus the two synthetic entries.
+// and Stats() lists each rule once plus the two synthetic entries; a
+// "recrawl" verdict names a line and has 1 <= min <= max.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -25,6 +26,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       crawld::conf::RuleVerdict v = (*rules)->Decide({u, depth, "example.com"});
       if (v.line < 0) std::abort();
       if (v.line == 0 && v.rule != "default" && v.rule != "invalid url") {
+        std::abort();
+      }
+      auto r = (*rules)->Recrawl({u, depth, "example.com"});
+      if (r.has_value() &&
+          (r->line <= 0 || !(r->min_s >= 1) || !(r->min_s <= r->max_s))) {
         std::abort();
       }
     }

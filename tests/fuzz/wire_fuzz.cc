@@ -1,14 +1,15 @@
 // Fuzz target for the batch encoding of the exchange (cluster/wire.h,
 // DecodeBatch / EncodeBatch; docs/CLUSTER.md): batches come from other
 // worker processes and, over Redis, from other machines, and carry recrawl
-// captures since issue 17 (UrlMessage::capture, flag 8).
+// captures (UrlMessage::capture, flag 8) and sitemap hints (changefreq,
+// lastmod_s, flag 0x80) since issue 17.
 //
 // Input: one byte choosing max_url_bytes (1 + 32 * byte), then the batch.
 // Invariants checked (abort on violation):
 //  - decoding never reads outside the input (ASan) and fails only with
 //    Corruption;
 //  - a batch that decodes holds URLs of 1..max_url_bytes bytes, finite
-//    credits >= 0, captures within MaxCaptureBytes;
+//    credits >= 0, captures within MaxCaptureBytes, a changefreq of 0..7;
 //  - it encodes back to exactly the input bytes (one encoding per batch),
 //    and that decodes again.
 #include <cmath>
@@ -49,6 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(std::isfinite(m.credit) && m.credit >= 0);
     Check(m.sitemap_kind <= 2 && m.sitemap_of.size() <= 255);
     Check(m.capture.size() <= MaxCaptureBytes(max_url_bytes));
+    Check(m.changefreq <= 7);
   }
   std::string again;
   wire::EncodeBatch(h, urls, &again);

@@ -28,6 +28,26 @@ class FilterTest(unittest.TestCase):
             "reject\tdefault",
         ])
 
+    def test_a_file_with_recrawl_lines_also_names_the_interval_rule(self):
+        d = tempfile.mkdtemp()
+        rules = os.path.join(d, "recrawl.rules")
+        with open(rules, "w") as f:
+            f.write("recrawl 1h prefix http://www.example.org/news/\n"
+                    "reject regex ^https?://[^/]+/cgi-bin/\n"
+                    "recrawl 1d..30d suffix .example.org\n"
+                    "default accept\n")
+        urls = ("http://www.example.org/news/a\n"
+                "http://www.example.org/cgi-bin/x\n"
+                "http://other.test/\n")
+        proc = crawl_util.crawlctl("filter", "test", "--rules", rules,
+                                   input_text=urls)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout.splitlines(), [
+            f"accept\tdefault\trecrawl {rules}:1",
+            f"reject\t{rules}:2\trecrawl {rules}:3",
+            "accept\tdefault\trecrawl default",
+        ])
+
     def test_invalid_rules_file_names_file_and_line_and_exits_2(self):
         d = tempfile.mkdtemp()
         rules = os.path.join(d, "bad.rules")

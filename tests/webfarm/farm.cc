@@ -332,6 +332,7 @@ Status ApplyProfileKey(const std::string& file, std::string_view key,
   if (key == "link_farm") return set_bool(&p->link_farm);
   if (key == "sitemap") return set_bool(&p->sitemap);
   if (key == "sitemap_pages") return set_int(&p->sitemap_pages, 1, 100000);
+  if (key == "sitemap_lastmod_now") return set_bool(&p->sitemap_lastmod_now);
   if (key == "change_ms") return set_int(&p->change_ms, 0, 86400000);
   if (key == "etag_per_request") return set_bool(&p->etag_per_request);
   if (key == "link_farm_links") return set_int(&p->link_farm_links, 1, 1000);
@@ -1200,7 +1201,7 @@ void Site::Respond(int host, const Route& r, int count, Response* out,
         return;
       }
       text(200, r.a == kSitemapGz ? "application/gzip" : "application/xml",
-           SitemapBody(host, r.a));
+           SitemapBody(host, r.a, now_us));
       return;
     case Kind::kFile:
       switch (r.a) {
@@ -1436,7 +1437,7 @@ const std::string& Site::Bomb() {
   return bomb_;
 }
 
-std::string Site::SitemapBody(int host, int64_t file) const {
+std::string Site::SitemapBody(int host, int64_t file, int64_t now_us) const {
   const Profile& p = config_.profiles[host];
   const std::string& origin = Origin(host);
   constexpr std::string_view kHead =
@@ -1473,7 +1474,18 @@ std::string Site::SitemapBody(int host, int64_t file) const {
       urlset([&] {
         b += "<url><loc>" + origin +
              "/p/0.html</loc><changefreq>daily</changefreq>"
-             "<priority>1.0</priority></url>\n";
+             "<priority>1.0</priority>";
+        if (p.sitemap_lastmod_now) {
+          // Rounded up: a lastmod has whole seconds, and "now" must not
+          // read as earlier than a fetch a moment before the request.
+          const time_t t = static_cast<time_t>((now_us + 999'999) / 1'000'000);
+          struct tm tm {};
+          gmtime_r(&t, &tm);
+          char when[40];
+          strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+          b += "<lastmod>" + std::string(when) + "</lastmod>";
+        }
+        b += "</url>\n";
         for (int k = 0; k < p.sitemap_pages; k += 2) page(k);
       });
       return b;

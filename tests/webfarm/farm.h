@@ -84,6 +84,12 @@ struct Profile {
   // a gzip bomb. Needs robots allow, disallow or crawl-delay.
   bool sitemap = false;
   int sitemap_pages = 4;
+  // The /sitemap.xml of a sitemap host gives /p/0.html the time of the
+  // request (rounded up to a whole second) as its <lastmod>: "changed
+  // just now", for recrawl tests (a
+  // crawler that fetched it before reading the sitemap is told it is
+  // stale).
+  bool sitemap_lastmod_now = false;
   // Recrawl (docs/WEBFARM.md, "Changing pages and validators"): > 0 makes
   // the even pages /p/<2k>.html change every change_ms milliseconds (a new
   // version of the body, ETag and Last-Modified) while the odd ones never
@@ -285,7 +291,7 @@ class Site {
   void Bfs(bool with_sitemaps, std::vector<std::string>* manifest,
            std::vector<std::string>* disallowed) const;
   // The body of a sitemap file (not the bomb).
-  std::string SitemapBody(int host, int64_t file) const;
+  std::string SitemapBody(int host, int64_t file, int64_t now_us) const;
   // The next host after `host` with the sitemap profile, wrapping around;
   // `host` itself when it is the only one.
   int NextSitemapHost(int host) const;

@@ -69,7 +69,12 @@ CrawlState Sample() {
   sm.url = "https://b.test/sitemap.xml";
   sm.sitemap_kind = 2;
   sm.sitemap_of = "a.test";
-  s.outbox = {m, sm};
+  RoutedUrl hinted;  // a sitemap's page with its hints
+  hinted.to_worker = 2;
+  hinted.url = "https://b.test/news/";
+  hinted.changefreq = 2;
+  hinted.lastmod_s = 0xfffffffeu;
+  s.outbox = {m, sm, hinted};
   s.counts = {{"http_4xx", 3}, {"trap_calendar", 1ull << 50}};
   HostState h;
   h.robots = RobotsCopy{1764000000000000, true, "User-agent: *\nDisallow: /x"};
@@ -118,7 +123,7 @@ TEST(CrawlState, RoundTripsEveryField) {
   EXPECT_EQ(e.retries, 2);
   EXPECT_EQ(e.credit, 0.125);
   EXPECT_EQ(out->done, in.done);
-  ASSERT_EQ(out->outbox.size(), 2u);
+  ASSERT_EQ(out->outbox.size(), 3u);
   EXPECT_EQ(out->outbox[0].to_worker, 3);
   EXPECT_TRUE(out->outbox[0].seen_mark);
   EXPECT_EQ(out->outbox[0].url, "https://b.test/");
@@ -129,6 +134,13 @@ TEST(CrawlState, RoundTripsEveryField) {
   EXPECT_EQ(out->outbox[1].url, "https://b.test/sitemap.xml");
   EXPECT_EQ(out->outbox[1].sitemap_kind, 2);
   EXPECT_EQ(out->outbox[1].sitemap_of, "a.test");
+  EXPECT_EQ(out->outbox[1].changefreq, 0);
+  EXPECT_EQ(out->outbox[1].lastmod_s, 0u);
+  ASSERT_EQ(out->outbox.size(), 3u);
+  EXPECT_EQ(out->outbox[2].url, "https://b.test/news/");
+  EXPECT_EQ(out->outbox[2].sitemap_kind, 0);
+  EXPECT_EQ(out->outbox[2].changefreq, 2);
+  EXPECT_EQ(out->outbox[2].lastmod_s, 0xfffffffeu);
   EXPECT_EQ(out->counts, in.counts);
   ASSERT_EQ(hosts.size(), 3u);
   ASSERT_TRUE(hosts["http://a.test"].robots.has_value());

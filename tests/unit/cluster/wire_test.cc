@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -18,10 +19,17 @@ std::vector<UrlMessage> Sample() {
                                {"https://b.example/x?y=1", 7, 0.125},
                                {std::string(5000, 'u'), 65535, 0.0},
                                {"https://c.example/sitemap.xml", 0, 0.5},
-                               {"https://c.example/s2.xml", 0, 0.0, "c"}};
+                               {"https://c.example/s2.xml", 0, 0.0, "c"},
+                               {"https://c.example/news/1", 1, 0.25, "c"},
+                               {"https://c.example/old", 1, 0.0}};
   v[3].sitemap_kind = 1;
   v[3].sitemap_of = "a.example";
   v[4].sitemap_kind = 2;  // a child, named by no robots.txt
+  // Sitemap hints: both, with a sitemap kind too, and a lastmod alone.
+  v[5].changefreq = 2;  // hourly
+  v[5].lastmod_s = 1700000000;
+  v[4].changefreq = 7;
+  v[6].lastmod_s = 0xffffffffu;
   return v;
 }
 
@@ -43,7 +51,79 @@ TEST(Wire, BatchRoundTrips) {
     EXPECT_EQ(out[i].seed_host, in[i].seed_host);
     EXPECT_EQ(out[i].sitemap_kind, in[i].sitemap_kind);
     EXPECT_EQ(out[i].sitemap_of, in[i].sitemap_of);
+    EXPECT_EQ(out[i].changefreq, in[i].changefreq);
+    EXPECT_EQ(out[i].lastmod_s, in[i].lastmod_s);
   }
+}
+
+// A batch as a worker from before the sitemap hints wrote it (version 2,
+// flags 0..7, no hint bytes), built by hand: it still decodes, with no
+// hints; and a batch without hints is still written byte for byte so.
+TEST(Wire, BatchesWithoutHintsKeepTheOlderLayout) {
+  std::string old;
+  old += 'B';
+  old += '\x02';
+  PutU32(5, &old);
+  PutU64(6, &old);
+  PutU64(7, &old);
+  PutU32(2, &old);
+  const std::string url = "http://a.example/x";
+  // A page.
+  old += '\x00';
+  old += '\x03';
+  old += '\x00';
+  PutU64(std::bit_cast<uint64_t>(0.5), &old);
+  PutU32(static_cast<uint32_t>(url.size()), &old);
+  old += '\x01';
+  old += '\x00';
+  old += url;
+  old += 'a';
+  // A sitemap named by a.example's robots.txt.
+  old += '\x02';
+  old += '\x00';
+  old += '\x00';
+  PutU64(std::bit_cast<uint64_t>(0.0), &old);
+  PutU32(static_cast<uint32_t>(url.size()), &old);
+  old += '\x00';
+  old += '\x00';
+  old += url;
+  old += '\x09';
+  old += "a.example";
+  BatchHeader h;
+  std::vector<UrlMessage> out;
+  ASSERT_TRUE(DecodeBatch(old, &h, &out, 8192).ok());
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].depth, 3);
+  EXPECT_EQ(out[0].seed_host, "a");
+  EXPECT_EQ(out[1].sitemap_kind, 1);
+  EXPECT_EQ(out[1].sitemap_of, "a.example");
+  for (const UrlMessage& m : out) {
+    EXPECT_EQ(m.changefreq, 0);
+    EXPECT_EQ(m.lastmod_s, 0u);
+  }
+  std::string again;
+  EncodeBatch(h, out, &again);
+  EXPECT_EQ(again, old);
+}
+
+TEST(Wire, HintsCostFiveBytesAndABadChangefreqIsRefused) {
+  UrlMessage m{"http://a.example/", 0, 1.0};
+  std::string plain, hinted;
+  EncodeBatch({1, 2, 3}, {m}, &plain);
+  m.lastmod_s = 1;
+  EncodeBatch({1, 2, 3}, {m}, &hinted);
+  EXPECT_EQ(hinted.size(), plain.size() + 5);
+  // changefreq is the byte after the URL (no seed host here).
+  const size_t at = hinted.size() - 5;
+  hinted[at] = 8;
+  BatchHeader h;
+  std::vector<UrlMessage> out;
+  EXPECT_EQ(DecodeBatch(hinted, &h, &out, 8192).code(),
+            Status::Code::kCorruption);
+  m.changefreq = 8;
+  EXPECT_FALSE(ValidateMessage(m, ExchangeOptions{}).ok());
+  m.changefreq = 7;
+  EXPECT_TRUE(ValidateMessage(m, ExchangeOptions{}).ok());
 }
 
 TEST(Wire, EveryTruncationAndTrailingByteIsCorruption) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -323,6 +324,111 @@ TEST(CrawldRules, PathologicalRegexRunsInLinearTime) {
   EXPECT_EQ(D(*rs, url), "accept:0");
   url = "http://a.com/" + std::string(100 * 1024, 'a');
   EXPECT_EQ(D(*rs, url), "reject:1");
+}
+
+// --- recrawl lines (docs/RULES.md, "Recrawl intervals") ---
+
+// "min..max@line" of the deciding recrawl line, "none" without one.
+std::string R(const RuleSet& rs, std::string_view url, int depth = 0) {
+  const std::optional<RecrawlVerdict> v = rs.Recrawl({url, depth, ""});
+  if (!v.has_value()) return "none";
+  return std::to_string(static_cast<int64_t>(v->min_s)) + ".." +
+         std::to_string(static_cast<int64_t>(v->max_s)) + "@" +
+         std::to_string(v->line);
+}
+
+TEST(CrawldRules, DurationsTakeOneUnit) {
+  EXPECT_EQ(ParseDuration("1s"), 1.0);
+  EXPECT_EQ(ParseDuration("90m"), 5400.0);
+  EXPECT_EQ(ParseDuration("1h"), 3600.0);
+  EXPECT_EQ(ParseDuration("7d"), 604800.0);
+  EXPECT_EQ(ParseDuration("2w"), 1209600.0);
+  EXPECT_EQ(ParseDuration("3650d"), 3650.0 * 86400);
+  for (const char* bad : {"", "h", "1", "0s", "1H", "1.5h", "-1h", "1hh", "1 h",
+                          "3651d", "99999999999s", "1y"}) {
+    EXPECT_FALSE(ParseDuration(bad).has_value()) << bad;
+  }
+}
+
+TEST(CrawldRules, FirstMatchingRecrawlLineDecides) {
+  auto rs = MustParse(
+      "reject host spam.com\n"
+      "recrawl 1h prefix http://example.com/news/\n"
+      "recrawl 6h..2d regex /blog/\n"
+      "recrawl 30m prefix http://example.com/news/live/\n"  // never reached
+      "recrawl 7d any\n");
+  EXPECT_EQ(R(*rs, "http://example.com/news/a"), "3600..3600@2");
+  EXPECT_EQ(R(*rs, "http://example.com/news/live/x"), "3600..3600@2");
+  EXPECT_EQ(R(*rs, "http://example.com/blog/x"), "21600..172800@3");
+  EXPECT_EQ(R(*rs, "http://other.org/"), "604800..604800@5");
+  // Every kind an accept rule takes works here, depth included.
+  auto deep = MustParse("recrawl 1d depth > 2\n");
+  EXPECT_EQ(R(*deep, "http://a.com/", 3), "86400..86400@1");
+  EXPECT_EQ(R(*deep, "http://a.com/", 2), "none");
+  EXPECT_EQ(R(*deep, "not a url"), "none");
+  const std::optional<RecrawlVerdict> v =
+      rs->Recrawl({"http://example.com/blog/x", 0, ""});
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->rule, "recrawl 6h..2d regex /blog/");
+}
+
+TEST(CrawldRules, RecrawlLinesNeverAcceptOrReject) {
+  const char* filter =
+      "reject prefix http://example.com/private/\n"
+      "accept host example.com\n"
+      "default reject\n";
+  auto without = MustParse(filter);
+  auto with =
+      MustParse(std::string("recrawl 1h any\n") +
+                "recrawl 1d prefix http://example.com/private/\n" + filter);
+  EXPECT_EQ(with->size(), 2u);
+  EXPECT_EQ(with->recrawl_size(), 2u);
+  for (const char* url :
+       {"http://example.com/private/x", "http://example.com/a",
+        "http://other.com/", "nonsense"}) {
+    const RuleVerdict a = without->Decide({url, 0, ""});
+    const RuleVerdict b = with->Decide({url, 0, ""});
+    EXPECT_EQ(a.accept, b.accept) << url;
+    EXPECT_EQ(a.rule, b.rule) << url;
+  }
+  // Hit statistics list the filter rules only.
+  EXPECT_EQ(with->Stats().size(), 2u + 2u);
+}
+
+TEST(CrawldRules, InvalidRecrawlLinesNameFileAndLine) {
+  struct Case {
+    const char* line;
+    const char* what;
+  };
+  const Case cases[] = {
+      {"recrawl", "recrawl: missing interval"},
+      {"recrawl 1h", "missing rule kind after 'recrawl 1h'"},
+      {"recrawl hourly any", "recrawl: bad interval 'hourly'"},
+      {"recrawl 1 any", "recrawl: bad interval '1'"},
+      {"recrawl 0h any", "recrawl: bad interval '0h'"},
+      {"recrawl 1y any", "bad interval '1y'"},
+      {"recrawl 1h.. any", "bad interval '1h..'"},
+      {"recrawl ..1h any", "bad interval '..1h'"},
+      {"recrawl 1h..2h..3h any", "bad interval"},
+      {"recrawl 1d..1h any", "'1d..1h' has its minimum above its maximum"},
+      {"recrawl 1h any thing", "any: takes no argument"},
+      {"recrawl 1h hostname a.com", "unknown rule kind 'hostname'"},
+      {"recrawl 1h host", "host: expected exactly one argument"},
+      {"recrawl 1h regex a(b", "regex: missing )"},
+      {"recrawl 1h depth 5", "expected an operator and a number"},
+      {"accept any", "unknown rule kind 'any'"},
+  };
+  for (const Case& c : cases) {
+    const std::string text =
+        std::string("# ok\nrecrawl 1h any\n") + c.line + "\n";
+    const std::string err = ErrorOf(text);
+    EXPECT_EQ(err.rfind("r.rules:3: ", 0), 0u) << c.line << " -> " << err;
+    EXPECT_NE(err.find(c.what), std::string::npos) << c.line << " -> " << err;
+  }
+  // "default" stays the last line of the file, recrawl lines included.
+  EXPECT_EQ(ErrorOf("default reject\nrecrawl 1h any\n"),
+            "r.rules:2: rule after 'default' (line 1); 'default' must be "
+            "the last rule");
 }
 
 }  // namespace

@@ -2005,5 +2005,172 @@ TEST(WorkerRecrawl, Issue17_OffByDefaultOnePassAsBefore) {
   EXPECT_EQ(w.stats.count("recrawl_released"), 0u);
 }
 
+// --- Issue 17: what steers an interval (recrawl rules, sitemap hints) ---
+
+// Visit times (fake seconds since the first) of one URL.
+std::vector<double> VisitsOf(const World& w, const std::string& url) {
+  std::vector<double> out;
+  for (const Hit& h : w.web.hits) {
+    if (h.url == url) out.push_back(static_cast<double>(h.start_us) / kS);
+  }
+  for (size_t i = out.size(); i-- > 0;) out[i] -= out[0];
+  return out;
+}
+
+// A recrawl rule fixes /news at 10 s whatever it finds, a range keeps the
+// rest within 50..60 s (the initial 20 s clamped up); after a reload the
+// new rule applies from each URL's next visit on.
+TEST(WorkerRecrawl, Issue17_RecrawlRulesSetIntervalsAndAReloadAppliesNext) {
+  World w(RecrawlCfg());
+  w.SetRules(
+      "recrawl 10s   prefix http://a.test/news\n"
+      "recrawl 50s..60s any\n");
+  w.web.pages["http://a.test/"] = Html("<a href=/news>n</a>");
+  w.web.pages["http://a.test/news"] = Validated("same news", "\"n\"");
+  w.Seed("http://a.test/");
+  w.Run(125 * kS);
+  const std::vector<double> news = VisitsOf(w, "http://a.test/news");
+  const std::vector<double> front = VisitsOf(w, "http://a.test/");
+  // /news: every 10 s though it never changes (12 or 13 visits);
+  // /: 0, 50, 110 (50, then 100 clamped to 60).
+  ASSERT_GE(news.size(), 12u);
+  for (size_t i = 1; i < news.size(); ++i) {
+    EXPECT_NEAR(news[i] - news[i - 1], 10.0, 0.5) << i;
+  }
+  ASSERT_EQ(front.size(), 3u);
+  EXPECT_NEAR(front[1], 50.0, 0.5);
+  EXPECT_NEAR(front[2], 110.0, 0.5);
+  // Reload: every URL weekly-ish (30 s) from its next visit on.
+  w.SetRules("recrawl 30s any\n");
+  const size_t before = news.size();
+  w.Run(100 * kS);
+  const std::vector<double> after = VisitsOf(w, "http://a.test/news");
+  ASSERT_GE(after.size(), before + 3);
+  // The visit planned under the old rule comes 10 s on, then 30 s gaps.
+  EXPECT_NEAR(after[before] - after[before - 1], 10.0, 0.5);
+  for (size_t i = before + 1; i < after.size(); ++i) {
+    EXPECT_NEAR(after[i] - after[i - 1], 30.0, 0.5) << i;
+  }
+}
+
+conf::Config HintCfg() {
+  conf::Config c = RecrawlCfg();
+  // An hour is 10 fake seconds: min 5 s, initial 20 s, max 160 s.
+  c.recrawl.time_scale = 360;
+  c.recrawl.min_interval_s = 1800;
+  c.recrawl.initial_interval_s = 7200;
+  c.recrawl.max_interval_s = 57600;
+  return c;
+}
+
+std::string HintedUrlset(
+    const std::vector<std::pair<std::string, std::string>>& locs) {
+  std::string x =
+      "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">";
+  for (const auto& [loc, extra] : locs) {
+    x += "<url><loc>" + loc + "</loc>" + extra + "</url>";
+  }
+  return x + "</urlset>";
+}
+
+// A sitemap's changefreq is the first interval of the pages it lists
+// (clamped to the bounds), unless a recrawl rule says otherwise.
+TEST(WorkerRecrawl, Issue17_SitemapChangefreqIsTheFirstIntervalRulesWin) {
+  World w(HintCfg());
+  w.SetRules("recrawl 12h prefix http://a.test/ruled\n");  // 120 s
+  w.web.pages["http://a.test/robots.txt"] =
+      Robots("User-agent: *\nSitemap: http://a.test/s.xml\n");
+  w.web.pages["http://a.test/"] = Html("front");
+  w.web.pages["http://a.test/s.xml"] = Xml(HintedUrlset({
+      {"http://a.test/always", "<changefreq>always</changefreq>"},
+      {"http://a.test/hourly", "<changefreq>hourly</changefreq>"},
+      {"http://a.test/plain", ""},
+      {"http://a.test/daily", "<changefreq>daily</changefreq>"},
+      {"http://a.test/never", "<changefreq>never</changefreq>"},
+      {"http://a.test/ruled", "<changefreq>hourly</changefreq>"},
+  }));
+  for (const char* p :
+       {"always", "hourly", "plain", "daily", "never", "ruled"}) {
+    w.web.pages[std::string("http://a.test/") + p] = Html(p);
+  }
+  w.Seed("http://a.test/");
+  w.Run(150 * kS);
+  auto second = [&](const char* p) {
+    const std::vector<double> v =
+        VisitsOf(w, std::string("http://a.test/") + p);
+    return v.size() < 2 ? -1.0 : v[1];
+  };
+  EXPECT_NEAR(second("always"), 5.0, 1.0);   // the minimum
+  EXPECT_NEAR(second("hourly"), 10.0, 1.0);  // an hour
+  EXPECT_NEAR(second("plain"), 20.0, 1.0);   // initial_interval_s
+  EXPECT_NEAR(second("ruled"), 120.0, 1.0);  // the rule, not hourly
+  // A day and "never" are past the 160 s maximum: not yet back.
+  EXPECT_EQ(second("daily"), -1.0);
+  EXPECT_EQ(second("never"), -1.0);
+}
+
+// A sitemap listing a captured page with a lastmod after its capture
+// makes it due now; an older lastmod changes nothing.
+TEST(WorkerRecrawl, Issue17_ALaterSitemapLastmodMakesACapturedPageDue) {
+  World w(HintCfg());
+  // The fake wall clock starts at 1764000000 s (2025-11-24T16:00:00Z).
+  for (const char* host : {"a", "b"}) {
+    const std::string origin = std::string("http://") + host + ".test";
+    w.web.pages[origin + "/robots.txt"] =
+        Robots("User-agent: *\nSitemap: " + origin + "/s.xml\n");
+    w.web.pages[origin + "/"] = Html("front");
+    // a.test's lastmod falls between the front page's capture (about
+    // 1 s in) and the sitemap's arrival (its answer takes 3 s); b.test's
+    // is an hour before the crawl.
+    const std::string lastmod =
+        host[0] == 'a' ? "2025-11-24T16:00:02Z" : "2025-11-24T15:00:00Z";
+    Page sitemap = Xml(
+        HintedUrlset({{origin + "/", "<lastmod>" + lastmod + "</lastmod>"}}));
+    sitemap.latency_us = 3 * kS;
+    w.web.pages[origin + "/s.xml"] = std::move(sitemap);
+    w.Seed(origin + "/");
+  }
+  w.Run(30 * kS);
+  const std::vector<double> a = VisitsOf(w, "http://a.test/");
+  const std::vector<double> b = VisitsOf(w, "http://b.test/");
+  ASSERT_GE(a.size(), 2u);
+  ASSERT_GE(b.size(), 2u);
+  // a.test/: changed after its capture, says the sitemap: back as soon
+  // as the sitemap is read (about 4 s in; 6 s with politeness), not
+  // after 20 s.
+  EXPECT_LT(a[1], 8.0);
+  EXPECT_NEAR(b[1], 20.0, 1.0);
+  EXPECT_EQ(w.stats.count("recrawl_lastmod_due"), 1u);
+}
+
+// A sitemap read after its URLs were met by links (the usual order: the
+// front page is fetched before the sitemap) still gives them their first
+// interval: the captured front page's is planned again, the queued link's
+// is taken at its first capture.
+TEST(WorkerRecrawl, Issue17_ChangefreqCountsForUrlsMetBeforeTheSitemap) {
+  World w(HintCfg());
+  w.web.pages["http://a.test/robots.txt"] =
+      Robots("User-agent: *\nSitemap: http://a.test/s.xml\n");
+  w.web.pages["http://a.test/"] = Html("<a href=/x>x</a><a href=/y>y</a>");
+  w.web.pages["http://a.test/s.xml"] = Xml(HintedUrlset({
+      {"http://a.test/", "<changefreq>hourly</changefreq>"},
+      {"http://a.test/x", "<changefreq>always</changefreq>"},
+  }));
+  w.web.pages["http://a.test/x"] = Html("x");
+  w.web.pages["http://a.test/y"] = Html("y");
+  w.Seed("http://a.test/");
+  w.Run(40 * kS);
+  const std::vector<double> front = VisitsOf(w, "http://a.test/");
+  const std::vector<double> x = VisitsOf(w, "http://a.test/x");
+  const std::vector<double> y = VisitsOf(w, "http://a.test/y");
+  ASSERT_GE(front.size(), 2u);
+  ASSERT_GE(x.size(), 2u);
+  ASSERT_GE(y.size(), 2u);
+  EXPECT_NEAR(front[1], 10.0, 1.0);  // hourly, not the initial 20 s
+  EXPECT_NEAR(x[1], 5.0, 1.0);       // always: the minimum
+  EXPECT_NEAR(y[1], 20.0, 1.0);      // no hint: initial_interval_s
+  EXPECT_EQ(w.stats.count("recrawl_changefreq_replanned"), 1u);
+}
+
 }  // namespace
 }  // namespace crawld::daemon

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "frontier/frontier.h"
+#include "frontier/spill_items.h"
 
 namespace crawld::frontier {
 namespace {
@@ -79,6 +80,8 @@ Item MakeItem(const std::string& host, int i) {
   if (i % 7 == 3) item.kind = ItemKind::kSitemap;
   if (i % 7 == 5) item.kind = ItemKind::kChildSitemap;
   if (i % 7 == 3) item.sitemap_of = "named-by-" + std::to_string(i % 11);
+  // Sitemap hints on some pages, none on others.
+  item.changefreq = static_cast<uint8_t>(i % 3 == 0 ? 0 : i % 8);
   return item;
 }
 
@@ -116,7 +119,84 @@ void ExpectSameItems(const std::vector<Item>& got,
     EXPECT_EQ(got[i].seed_host, want[i].seed_host);
     EXPECT_EQ(got[i].kind, want[i].kind);
     EXPECT_EQ(got[i].sitemap_of, want[i].sitemap_of);
+    EXPECT_EQ(got[i].changefreq, want[i].changefreq);
   }
+}
+
+// --- chunk item layouts (spill_items.h) ---
+
+template <typename T>
+void PutRaw(std::string* out, T v) {
+  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+// One item as the chunks before sitemap hints ("FCK3") and before
+// sitemaps ("FCK2") laid it out, written by hand.
+std::string OldItem(const Item& item, bool with_kind) {
+  std::string out;
+  PutRaw<uint32_t>(&out, static_cast<uint32_t>(item.url.size()));
+  out += item.url;
+  PutRaw<uint64_t>(&out, item.fingerprint);
+  PutRaw<uint16_t>(&out, item.depth);
+  PutRaw<uint8_t>(&out, item.redirects);
+  PutRaw<uint8_t>(&out, item.retries);
+  PutRaw<double>(&out, item.credit);
+  PutRaw<uint64_t>(&out, item.redirect_from);
+  PutRaw<uint16_t>(&out, static_cast<uint16_t>(item.seed_host.size()));
+  out += item.seed_host;
+  if (with_kind) {
+    PutRaw<uint8_t>(&out, static_cast<uint8_t>(item.kind));
+    PutRaw<uint8_t>(&out, static_cast<uint8_t>(item.sitemap_of.size()));
+    out += item.sitemap_of;
+  }
+  return out;
+}
+
+TEST(SpillItems, EveryLayoutDecodes) {
+  std::vector<Item> items;
+  for (int i = 0; i < 40; ++i) items.push_back(MakeItem("http://h", i));
+  std::string now, fck3, fck2;
+  for (const Item& item : items) {
+    spill::EncodeItem(&now, item);
+    fck3 += OldItem(item, true);
+    fck2 += OldItem(item, false);
+  }
+  const auto n = static_cast<uint32_t>(items.size());
+  std::vector<Item> got;
+  ASSERT_TRUE(spill::DecodeItems(now, spill::kChunkMagic, n, &got));
+  ExpectSameItems(got, items, "FCK4");
+  // Older chunks: the same items without what their layout lacks.
+  std::vector<Item> no_hints = items;
+  for (Item& item : no_hints) item.changefreq = 0;
+  got.clear();
+  ASSERT_TRUE(spill::DecodeItems(fck3, spill::kChunkMagicNoHints, n, &got));
+  ExpectSameItems(got, no_hints, "FCK3");
+  std::vector<Item> pages = no_hints;
+  for (Item& item : pages) {
+    item.kind = ItemKind::kPage;
+    item.sitemap_of.clear();
+  }
+  got.clear();
+  ASSERT_TRUE(spill::DecodeItems(fck2, spill::kChunkMagicNoKind, n, &got));
+  ExpectSameItems(got, pages, "FCK2");
+}
+
+TEST(SpillItems, AWrongLayoutOrTruncationDecodesNothing) {
+  std::string now;
+  spill::EncodeItem(&now, MakeItem("http://h", 5));
+  std::vector<Item> got(1);  // what was there before stays
+  // Read as the older layout: a byte left over.
+  EXPECT_FALSE(spill::DecodeItems(now, spill::kChunkMagicNoHints, 1, &got));
+  EXPECT_FALSE(spill::DecodeItems(now, 0x12345678, 1, &got));
+  for (size_t len = 0; len < now.size(); ++len) {
+    EXPECT_FALSE(spill::DecodeItems(std::string_view(now).substr(0, len),
+                                    spill::kChunkMagic, 1, &got));
+  }
+  EXPECT_EQ(got.size(), 1u);
+  // An unknown changefreq is no hint, not a lost chunk.
+  now.back() = 99;
+  ASSERT_TRUE(spill::DecodeItems(now, spill::kChunkMagic, 1, &got));
+  EXPECT_EQ(got.back().changefreq, 0);
 }
 
 TEST_F(SpillTest, CheckpointThenReopenRecoversEveryQueueInOrder) {

@@ -75,6 +75,108 @@ TEST(RecrawlInterval, TimeScaleCompressesEveryInterval) {
   EXPECT_EQ(NextIntervalUs(o, 2 * kUsPerS, true), 1 * kUsPerS);  // min
 }
 
+Steer Rule(double min_s, double max_s, ChangeFreq freq = ChangeFreq::kNone) {
+  Steer s;
+  s.has_rule = true;
+  s.rule_min_s = min_s;
+  s.rule_max_s = max_s;
+  s.changefreq = freq;
+  return s;
+}
+
+Steer Hint(ChangeFreq freq) {
+  Steer s;
+  s.changefreq = freq;
+  return s;
+}
+
+TEST(RecrawlSteer, ChangefreqGivesTheFirstIntervalWithinTheBounds) {
+  const Options o = Hourly();  // 1 h .. 7 d, initial 1 d
+  EXPECT_EQ(NextIntervalUs(o, 0, false, Hint(ChangeFreq::kHourly)),
+            3600 * kUsPerS);
+  EXPECT_EQ(NextIntervalUs(o, 0, false, Hint(ChangeFreq::kDaily)),
+            86400 * kUsPerS);
+  EXPECT_EQ(NextIntervalUs(o, 0, false, Hint(ChangeFreq::kWeekly)),
+            7 * 86400 * kUsPerS);
+  // Past the maximum: clamped.
+  EXPECT_EQ(NextIntervalUs(o, 0, false, Hint(ChangeFreq::kMonthly)),
+            7 * 86400 * kUsPerS);
+  EXPECT_EQ(NextIntervalUs(o, 0, false, Hint(ChangeFreq::kYearly)),
+            7 * 86400 * kUsPerS);
+  EXPECT_EQ(NextIntervalUs(o, 0, false, Hint(ChangeFreq::kAlways)),
+            3600 * kUsPerS);
+  EXPECT_EQ(NextIntervalUs(o, 0, false, Hint(ChangeFreq::kNever)),
+            7 * 86400 * kUsPerS);
+  // No hint: the initial interval.
+  EXPECT_EQ(NextIntervalUs(o, 0, false, Hint(ChangeFreq::kNone)),
+            86400 * kUsPerS);
+  // Only the first interval: later ones adapt from the current one.
+  EXPECT_EQ(NextIntervalUs(o, 7200 * kUsPerS, false, Hint(ChangeFreq::kYearly)),
+            14400 * kUsPerS);
+}
+
+TEST(RecrawlSteer, ChangeFreqSecondsFollowsTheProtocolNames) {
+  EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kNone, 10, 20), 0);
+  EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kAlways, 10, 20), 10);
+  EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kHourly, 10, 20), 3600);
+  EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kDaily, 10, 20), 86400);
+  EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kWeekly, 10, 20), 7 * 86400);
+  EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kMonthly, 10, 20), 30 * 86400);
+  EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kYearly, 10, 20), 365 * 86400);
+  EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kNever, 10, 20), 20);
+}
+
+TEST(RecrawlSteer, AFixedRuleWinsOverEverything) {
+  const Options o = Hourly();
+  const Steer news = Rule(600, 600, ChangeFreq::kMonthly);  // 10 min, fixed
+  // Below [recrawl]'s own minimum (1 h): the operator's rule stands.
+  EXPECT_EQ(NextIntervalUs(o, 0, false, news), 600 * kUsPerS);
+  EXPECT_EQ(NextIntervalUs(o, 600 * kUsPerS, true, news), 600 * kUsPerS);
+  EXPECT_EQ(NextIntervalUs(o, 600 * kUsPerS, false, news), 600 * kUsPerS);
+  const Steer weekly = Rule(7 * 86400, 7 * 86400, ChangeFreq::kAlways);
+  EXPECT_EQ(NextIntervalUs(o, 0, true, weekly), 7 * 86400 * kUsPerS);
+}
+
+TEST(RecrawlSteer, ARangeRuleBoundsTheAdaptationAndClampsTheHint) {
+  const Options o = Hourly();
+  const Steer blog = Rule(6 * 3600, 2 * 86400);
+  EXPECT_EQ(NextIntervalUs(o, 0, false, blog), 86400 * kUsPerS);  // initial
+  int64_t changing = 0, still = 0;
+  for (int i = 0; i < 20; ++i) {
+    changing = NextIntervalUs(o, changing, true, blog);
+    still = NextIntervalUs(o, still, false, blog);
+  }
+  EXPECT_EQ(changing, 6 * 3600 * kUsPerS);
+  EXPECT_EQ(still, 2 * 86400 * kUsPerS);
+  // The hint, clamped into the rule's range: the rule wins.
+  Steer hinted = blog;
+  hinted.changefreq = ChangeFreq::kHourly;
+  EXPECT_EQ(NextIntervalUs(o, 0, false, hinted), 6 * 3600 * kUsPerS);
+  hinted.changefreq = ChangeFreq::kNever;  // the rule's maximum
+  EXPECT_EQ(NextIntervalUs(o, 0, false, hinted), 2 * 86400 * kUsPerS);
+  // An interval planned under other rules (a reload) is pulled in.
+  EXPECT_EQ(NextIntervalUs(o, 30 * 86400 * kUsPerS, true, blog),
+            2 * 86400 * kUsPerS);
+}
+
+TEST(RecrawlSteer, TimeScaleCompressesRuleIntervalsToo) {
+  Options o = Hourly();
+  o.time_scale = 3600;
+  o = Sanitize(o);
+  EXPECT_EQ(NextIntervalUs(o, 0, false, Rule(7200, 7200)), 2 * kUsPerS);
+  EXPECT_EQ(NextIntervalUs(o, 0, false, Hint(ChangeFreq::kDaily)),
+            24 * kUsPerS);
+}
+
+TEST(RecrawlSteer, AnInvertedRuleIsIgnoredNotObeyed) {
+  // conf::RuleSet never makes one; the schedule does not trust that.
+  const Options o = Hourly();
+  EXPECT_EQ(NextIntervalUs(o, 0, false, Rule(86400, 3600)),
+            NextIntervalUs(o, 0, false));
+  EXPECT_EQ(NextIntervalUs(o, 0, false, Rule(0, 0)),
+            NextIntervalUs(o, 0, false));
+}
+
 TEST(RecrawlInterval, SanitizeOrdersTheBoundsAndFactors) {
   Options o;
   o.min_interval_s = 100;
