@@ -187,6 +187,8 @@ void CrawlPath::ReleaseDue() {
     item.fingerprint = fp;
     item.depth = c.depth;
     item.seed_host = c.seed_host;
+    item.kind = static_cast<frontier::ItemKind>(c.kind);
+    item.sitemap_of = c.sitemap_of;
     if (frontier_->TryPush(c.host_key, std::move(item)).ok()) {
       ++recrawl_queued_;
       stats_->Count("recrawl_released");
@@ -228,7 +230,6 @@ int64_t CrawlPath::NextDueMonotonicUs(int64_t now) const {
 
 bool CrawlPath::FindCapture(const frontier::Frontier::Ready& ready,
                             std::optional<recrawl::Capture>* capture) {
-  if (ready.item.kind != frontier::ItemKind::kPage) return true;
   auto found = parts_.schedule->Get(ready.item.fingerprint);
   if (!found.ok()) {
     // Fetched without validators: a full response, nothing lost.
@@ -440,12 +441,10 @@ RecrawlWrite CrawlPath::RecrawlWriteOf(Job* job) {
 void CrawlPath::Reschedule(Job* job) {
   const fetcher::Response& r = job->response;
   const int status = r.status_code;
-  // Sitemaps are read when robots.txt names them, not revisited as pages;
-  // a retry (429, 503, 5xx) is in its queue and rescheduled when it ends.
-  if (job->item.kind != frontier::ItemKind::kPage || status == 0 ||
-      status == 429 || status >= 500) {
-    return;
-  }
+  // A retry (429, 503, 5xx) is in its queue and rescheduled when it ends.
+  // Sitemaps are scheduled as pages are: each read admits their entries
+  // again, and a changed lastmod there makes the page due.
+  if (status == 0 || status == 429 || status >= 500) return;
   const bool first = !job->capture.has_value();
   // The sitemap's changefreq: carried by the item, or met after the URL
   // was queued (LateChangefreq).
@@ -484,6 +483,8 @@ void CrawlPath::Reschedule(Job* job) {
   c.host_key = job->host_key;
   c.seed_host = job->item.seed_host;
   c.depth = job->item.depth;
+  c.kind = static_cast<uint8_t>(job->item.kind);
+  c.sitemap_of = job->item.sitemap_of;
   c.interval_us = recrawl::NextIntervalUs(
       parts_.schedule->options(), first ? 0 : c.interval_us, changed,
       SteerOf(job->item.url, job->item.depth, job->item.seed_host, changefreq));

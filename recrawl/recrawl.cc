@@ -14,7 +14,8 @@ namespace {
 // that keys sort by time) + fingerprint -> "". Both are written together.
 constexpr char kCapturePrefix = 'c';
 constexpr char kDuePrefix = 'd';
-constexpr uint8_t kCaptureVersion = 1;
+constexpr uint8_t kCaptureVersion = 1;         // a page
+constexpr uint8_t kCaptureVersionSitemap = 2;  // + kind, sitemap_of
 
 void PutBig64(std::string* out, uint64_t v) {
   for (int i = 7; i >= 0; --i) out->push_back(static_cast<char>(v >> (8 * i)));
@@ -161,31 +162,44 @@ std::string EncodeCapture(const Capture& c) {
   PutVarint(&out, static_cast<uint64_t>(c.due_us));
   PutVarint(&out, c.visits);
   PutVarint(&out, c.changes);
+  if (c.kind != 0) {
+    // Version 2: a sitemap. A page's capture stays byte for byte version 1,
+    // which a worker from before sitemap revisits still reads.
+    out[0] = static_cast<char>(kCaptureVersionSitemap);
+    PutVarint(&out, c.kind);
+    PutBytes(&out, c.sitemap_of);
+  }
   return out;
 }
 
 Result<Capture> DecodeCapture(std::string_view bytes) {
-  if (bytes.empty() || static_cast<uint8_t>(bytes[0]) != kCaptureVersion) {
+  const uint8_t version = bytes.empty() ? 0 : static_cast<uint8_t>(bytes[0]);
+  if (version != kCaptureVersion && version != kCaptureVersionSitemap) {
     return Status::Corruption("recrawl capture: unknown version");
   }
   Reader r(bytes.substr(1));
   Capture c;
   uint64_t depth = 0, visits = 0, changes = 0;
-  const bool ok = r.Bytes(&c.url) && r.Bytes(&c.host_key) &&
-                  r.Bytes(&c.seed_host) && r.Varint(&depth) &&
-                  r.Bytes(&c.etag) && r.Bytes(&c.last_modified) &&
-                  r.Bytes(&c.payload_digest) && r.Bytes(&c.record_id) &&
-                  r.Bytes(&c.record_date) && r.Bytes(&c.record_uri) &&
-                  r.Signed(&c.fetched_us) && r.Signed(&c.interval_us) &&
-                  r.Signed(&c.due_us) && r.Varint(&visits) &&
-                  r.Varint(&changes) && r.done();
-  if (!ok || depth > UINT16_MAX || visits > UINT32_MAX ||
+  const bool ok =
+      r.Bytes(&c.url) && r.Bytes(&c.host_key) && r.Bytes(&c.seed_host) &&
+      r.Varint(&depth) && r.Bytes(&c.etag) && r.Bytes(&c.last_modified) &&
+      r.Bytes(&c.payload_digest) && r.Bytes(&c.record_id) &&
+      r.Bytes(&c.record_date) && r.Bytes(&c.record_uri) &&
+      r.Signed(&c.fetched_us) && r.Signed(&c.interval_us) &&
+      r.Signed(&c.due_us) && r.Varint(&visits) && r.Varint(&changes);
+  uint64_t kind = 0;
+  const bool tail = version == kCaptureVersion
+                        ? r.done()
+                        : r.Varint(&kind) && kind >= 1 && kind <= 2 &&
+                              r.Bytes(&c.sitemap_of) && r.done();
+  if (!ok || !tail || depth > UINT16_MAX || visits > UINT32_MAX ||
       changes > UINT32_MAX) {
     return Status::Corruption("recrawl capture: truncated or malformed");
   }
   c.depth = static_cast<uint16_t>(depth);
   c.visits = static_cast<uint32_t>(visits);
   c.changes = static_cast<uint32_t>(changes);
+  c.kind = static_cast<uint8_t>(kind);
   return c;
 }
 

@@ -94,6 +94,13 @@ struct Capture {
   int64_t due_us = 0;       // wall clock when it is due again (epoch us)
   uint32_t visits = 0;      // visits, the first included
   uint32_t changes = 0;     // visits that found it changed
+  // What the URL is fetched as (frontier::ItemKind's value: 0 a page, 1 a
+  // sitemap, 2 a child of a sitemap index), and for a sitemap the host whose
+  // robots.txt named it (frontier::Item::sitemap_of). A sitemap is revisited
+  // like a page, and each read admits its entries again (their lastmod
+  // makes changed pages due).
+  uint8_t kind = 0;
+  std::string sitemap_of;
 };
 
 // sitemaps.org <changefreq> values, numbered as sitemap::ChangeFreq

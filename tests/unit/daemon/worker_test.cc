@@ -2143,6 +2143,46 @@ TEST(WorkerRecrawl, Issue17_ALaterSitemapLastmodMakesACapturedPageDue) {
   EXPECT_EQ(w.stats.count("recrawl_lastmod_due"), 1u);
 }
 
+// In a continuous crawl a sitemap is revisited like a page, and each read
+// admits its entries again: a lastmod that moved past a page's capture
+// makes the page due at once, long before its own interval. (Before, a
+// sitemap was read once per crawl, so lastmod only counted on that read.)
+TEST(WorkerRecrawl, Issue17_ASitemapIsReadAgainAndItsNewLastmodMakesAPageDue) {
+  World w(HintCfg());
+  // Pages under /p come back every 16 h (160 fake s); the sitemap at the
+  // initial 2 h (20 fake s).
+  w.SetRules("recrawl 16h prefix http://a.test/p\ndefault accept\n");
+  w.web.pages["http://a.test/robots.txt"] =
+      Robots("User-agent: *\nSitemap: http://a.test/s.xml\n");
+  w.web.pages["http://a.test/"] = Html("front");
+  w.web.pages["http://a.test/p"] = Html("listed");
+  // The fake wall clock starts at 2025-11-24T16:00:00Z.
+  w.web.pages["http://a.test/s.xml"] = Xml(HintedUrlset(
+      {{"http://a.test/p", "<lastmod>2025-11-24T15:00:00Z</lastmod>"}}));
+  w.Seed("http://a.test/");
+  w.Run(8 * kS);
+  ASSERT_EQ(VisitsOf(w, "http://a.test/s.xml").size(), 1u);
+  ASSERT_EQ(VisitsOf(w, "http://a.test/p").size(), 1u);
+  // The page changed after its capture (about 2 s in), says the sitemap.
+  w.web.pages["http://a.test/s.xml"] = Xml(HintedUrlset(
+      {{"http://a.test/p", "<lastmod>2025-11-24T16:00:06Z</lastmod>"}}));
+  w.Run(60 * kS);
+  const std::vector<double> sitemap = VisitsOf(w, "http://a.test/s.xml");
+  const std::vector<double> page = VisitsOf(w, "http://a.test/p");
+  ASSERT_GE(sitemap.size(), 2u);
+  EXPECT_NEAR(sitemap[1], 20.0, 2.0);  // its own interval
+  ASSERT_GE(page.size(), 2u);
+  // Back right after the sitemap's second read, not at 160 s.
+  EXPECT_LT(page[1], 30.0);
+  EXPECT_GE(w.stats.count("recrawl_lastmod_due"), 1u);
+  // The sitemap's revisit is in the schedule as a sitemap: its capture
+  // says so (it is released as one, its entries read again).
+  auto capture =
+      w.schedule()->Get(url::Fingerprint("http://a.test/s.xml")).value();
+  ASSERT_TRUE(capture.has_value());
+  EXPECT_EQ(capture->kind, static_cast<uint8_t>(frontier::ItemKind::kSitemap));
+}
+
 // A sitemap read after its URLs were met by links (the usual order: the
 // front page is fetched before the sitemap) still gives them their first
 // interval: the captured front page's is planned again, the queued link's

@@ -244,6 +244,38 @@ TEST(RecrawlCapture, EveryTruncationIsCorruptionNotACrash) {
   EXPECT_FALSE(DecodeCapture(bytes + "x").ok());
 }
 
+// A sitemap's capture keeps its kind and cross-submitting host (version 2);
+// a page's stays version 1, byte for byte what workers from before sitemap
+// revisits write and read.
+TEST(RecrawlCapture, ASitemapKeepsItsKindAPageStaysVersionOne) {
+  Capture page = Sample(3);
+  const std::string page_bytes = EncodeCapture(page);
+  EXPECT_EQ(page_bytes[0], 1);
+  Capture sitemap = Sample(3);
+  sitemap.kind = 2;
+  sitemap.sitemap_of = "named.example";
+  const std::string bytes = EncodeCapture(sitemap);
+  EXPECT_EQ(bytes[0], 2);
+  auto back = DecodeCapture(bytes);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ExpectSame(sitemap, *back);
+  EXPECT_EQ(back->kind, 2);
+  EXPECT_EQ(back->sitemap_of, "named.example");
+  auto old = DecodeCapture(page_bytes);
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->kind, 0);
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_FALSE(DecodeCapture(std::string_view(bytes).substr(0, n)).ok()) << n;
+  }
+  // A version 2 capture of a page (kind 0) or of an unknown kind is not
+  // what EncodeCapture writes.
+  std::string bad = bytes;
+  bad[bad.size() - 1 - sitemap.sitemap_of.size() - 1] = 0;
+  EXPECT_FALSE(DecodeCapture(bad).ok());
+  bad[bad.size() - 1 - sitemap.sitemap_of.size() - 1] = 3;
+  EXPECT_FALSE(DecodeCapture(bad).ok());
+}
+
 // The due set against a model: random puts (a URL rescheduled moves, never
 // doubles), the due scan in time order, and the same after a reopen.
 TEST(RecrawlSchedule, DueSetMatchesAModelAcrossReopen) {
