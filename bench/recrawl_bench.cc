@@ -77,15 +77,17 @@ void Fill(benchmark::State& state, uint64_t n) {
     {
       auto s = Schedule::Open(dir, Options{});
       Check(s.status());
-      double rss_tenth = 0;
+      double rss_tenth = 0, rss_half = 0;
       for (uint64_t i = 0; i < n; ++i) {
         if (i == n / 10) rss_tenth = RssMb();
+        if (i == n / 2) rss_half = RssMb();
         Check((*s)->Put(i + 1, Sample(i)));
       }
       state.PauseTiming();
       const double rss_end = RssMb();
       state.counters["rss_growth_mb"] = rss_end - rss_before;
       state.counters["rss_growth_last90pct_mb"] = rss_end - rss_tenth;
+      state.counters["rss_growth_last50pct_mb"] = rss_end - rss_half;
     }
     uint64_t bytes = 0;
     for (const auto& f : std::filesystem::directory_iterator(dir)) {
