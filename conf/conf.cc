@@ -682,8 +682,9 @@ constexpr Key kKeys[] = {
     IntKey(CRAWLD_CONF_FIELD(frontier, lambda_interval), 1, 1'000'000'000,
            "Fetches between two share-outs of the lambda account."),
     IntKey(CRAWLD_CONF_FIELD(frontier, base_page_budget), 0, 1'000'000'000'000,
-           "Pages a host may have fetched before credit from other hosts "
-           "raises its budget; 0 = no budget."),
+           "Distinct pages a host may have fetched before credit from other "
+           "hosts raises its budget (revisits of a continuous crawl do not "
+           "count); 0 = no budget."),
     FloatKey(CRAWLD_CONF_FIELD(frontier, budget_pages_per_credit), 0,
              1'000'000'000,
              "Extra pages of budget per unit of credit a host receives from "

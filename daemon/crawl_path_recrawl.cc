@@ -189,7 +189,15 @@ void CrawlPath::ReleaseDue() {
     item.seed_host = c.seed_host;
     item.kind = static_cast<frontier::ItemKind>(c.kind);
     item.sitemap_of = c.sitemap_of;
-    if (frontier_->TryPush(c.host_key, std::move(item)).ok()) {
+    item.revisit = true;  // not against the host's page budget
+    // A host at its page budget holds its new URLs until more credit comes
+    // (a trap's); a revisit behind them in its FIFO queue would wait as
+    // long, so it goes to the front.
+    const bool pushed =
+        frontier_->AtPageBudget(c.host_key)
+            ? frontier_->PushFront(c.host_key, std::move(item))
+            : frontier_->TryPush(c.host_key, std::move(item)).ok();
+    if (pushed) {
       ++recrawl_queued_;
       stats_->Count("recrawl_released");
     } else {

@@ -72,7 +72,7 @@ size_t ItemBytes(const Item& item) {
 //   payload = per item: u32 url bytes, url, u64 fingerprint, u16 depth,
 //   u8 redirects, u8 retries, f64 credit, u64 redirect_from, u16 seed host
 //   bytes, seed host, u8 kind (ItemKind), u8 sitemap_of bytes, sitemap_of,
-//   u8 changefreq (Item::changefreq).
+//   u8 changefreq (Item::changefreq; bit 7: Item::revisit).
 //   Older chunks are still read: magic "FCK3" (before sitemap hints) ends
 //   each item at sitemap_of (changefreq 0), "FCK2" (before sitemaps) at
 //   the seed host (a page).
@@ -149,7 +149,9 @@ void EncodeItem(std::string* out, const Item& item) {
   const size_t of = std::min<size_t>(item.sitemap_of.size(), 0xff);
   Put<uint8_t>(out, static_cast<uint8_t>(of));
   out->append(item.sitemap_of, 0, of);
-  Put<uint8_t>(out, item.changefreq);
+  // Bit 7: Item::revisit (changefreq is at most 7).
+  Put<uint8_t>(
+      out, static_cast<uint8_t>(item.changefreq | (item.revisit ? 0x80 : 0)));
 }
 
 bool DecodeItems(std::string_view payload, uint32_t magic, uint32_t count,
@@ -180,8 +182,10 @@ bool DecodeItems(std::string_view payload, uint32_t magic, uint32_t count,
     }
     if (magic == kChunkMagic) {
       // An unknown value is no hint rather than a lost chunk.
-      const uint8_t freq = r.Get<uint8_t>();
+      const uint8_t byte = r.Get<uint8_t>();
+      const uint8_t freq = byte & 0x7f;
       item.changefreq = freq <= kMaxChangeFreq ? freq : 0;
+      item.revisit = (byte & 0x80) != 0;
     }
     if (!r.ok()) break;
     out->push_back(std::move(item));
@@ -625,7 +629,16 @@ bool Frontier::Schedulable(const HostState& host) const {
     return false;
   }
   const uint64_t budget = PageBudget(host);
-  return budget == 0 || host.pages < budget;
+  // A revisit at the head goes whatever the budget (Item::revisit).
+  return budget == 0 || host.pages < budget ||
+         (!host.head.empty() && host.head.front().revisit);
+}
+
+bool Frontier::AtPageBudget(std::string_view host_key) const {
+  auto it = hosts_.find(host_key);
+  if (it == hosts_.end()) return false;
+  const uint64_t budget = PageBudget(*it->second);
+  return budget != 0 && it->second->pages >= budget;
 }
 
 void Frontier::Reschedule(HostState& host) {
@@ -858,7 +871,7 @@ bool Frontier::PushFront(std::string_view host_key, Item item) {
   const size_t before = host.queued;
   if (options_.credit_scheduling) {
     host.credit_raw += item.credit;
-    if (host.pages > 0) --host.pages;
+    if (!item.revisit && host.pages > 0) --host.pages;
   }
   AddItemBytes(item);
   host.head.push_front(std::move(item));
@@ -922,7 +935,7 @@ std::optional<Frontier::Ready> Frontier::Pop(int64_t now_us) {
   const size_t before = host.queued;
   --host.queued;
   --queued_;
-  ++host.pages;
+  if (!ready.item.revisit) ++host.pages;  // the budget counts new pages
   ++host.in_flight;
   ++in_flight_;
   if (host.head.size() < options_.low_water_items) Refill(host);

@@ -183,6 +183,13 @@ struct Item {
   // integer, 0: none): its first recrawl interval (recrawl::Steer). One
   // byte, in what was padding: the frontier holds millions of items.
   uint8_t changefreq = 0;
+  // A revisit of a page this host's queue gave before (a continuous crawl,
+  // recrawl/): it does not count against the host's page budget, which
+  // bounds the distinct pages a host may take (a trap), not how often the
+  // pages it has are kept fresh; and it may go while the host is at its
+  // budget. Without it every host of a continuous crawl stopped being
+  // revisited once its pops reached the budget.
+  bool revisit = false;
   // AOPIC credit (credit units). Push() adds it to the host's credit; Pop()
   // returns here the after-tax share the fetched page passes to its
   // outlinks. With credit_scheduling off it only breaks ties between hosts
@@ -324,6 +331,11 @@ class Frontier {
   // REQUIRES: host_key has a fetch in flight; otherwise ignored (and counted
   // in ignored_completions()).
   void Release(std::string_view host_key);
+
+  // True when `host_key` has taken as many pages as its budget allows now
+  // (its new URLs wait for credit; Item::revisit items still go). False
+  // for an unknown host or without a budget.
+  [[nodiscard]] bool AtPageBudget(std::string_view host_key) const;
 
   // Marks `host_key` in flight without taking an item (the worker fetches
   // its robots.txt), creating the host record if needed. Returns false, and

@@ -2143,6 +2143,29 @@ TEST(WorkerRecrawl, Issue17_ALaterSitemapLastmodMakesACapturedPageDue) {
   EXPECT_EQ(w.stats.count("recrawl_lastmod_due"), 1u);
 }
 
+// The page budget bounds the distinct pages a host may take (a trap), not
+// how often its pages are kept fresh: a host whose two pages have used its
+// budget of three is still revisited. (Before, revisits counted, and every
+// host of a continuous crawl stopped being revisited at its budget.)
+TEST(WorkerRecrawl, Issue17_RevisitsDoNotSpendTheHostsPageBudget) {
+  conf::Config cfg = RecrawlCfg();
+  cfg.frontier.base_page_budget = 3;
+  cfg.frontier.budget_pages_per_credit = 0;  // the seed's credit adds none
+  World w(cfg);
+  w.web.pages["http://a.test/"] = Html("<a href=/b>b</a><a href=/c>c</a>");
+  w.web.pages["http://a.test/b"] = Html("b");
+  w.web.pages["http://a.test/c"] = Html("c");
+  w.Seed("http://a.test/");
+  w.Run(200 * kS);
+  // Three pages fetched once each: the budget is spent on new pages...
+  // ...and each comes back at 20, 60 and 140 s all the same.
+  for (const char* p :
+       {"http://a.test/", "http://a.test/b", "http://a.test/c"}) {
+    EXPECT_EQ(VisitsOf(w, p).size(), 4u) << p;
+  }
+  EXPECT_GE(w.stats.count("recrawl_visits"), 9u);
+}
+
 // In a continuous crawl a sitemap is revisited like a page, and each read
 // admits its entries again: a lastmod that moved past a page's capture
 // makes the page due at once, long before its own interval. (Before, a

@@ -229,6 +229,46 @@ TEST(Aopic, PageBudgetStopsATrapHostUntilInboundCreditArrives) {
   EXPECT_TRUE(f.Pop(now));
 }
 
+// A revisit (a continuous crawl) is not a new page: it does not count
+// against the budget, and at the head of a host at its budget it goes
+// while the host's new URLs still wait.
+TEST(Aopic, ARevisitNeitherCountsAgainstNorWaitsForThePageBudget) {
+  Options o = CreditOptions();
+  o.min_delay_us = 0;
+  o.base_page_budget = 2;
+  o.budget_pages_per_credit = 0;
+  Frontier f(o);
+  const std::string h = "http://site:80";
+  for (int i = 0; i < 4; ++i) {
+    f.Push(h, MakeItem("new" + std::to_string(i), 1.0), h);
+  }
+  int64_t now = 0;
+  for (int i = 0; i < 2; ++i) {
+    auto r = f.Pop(now);
+    ASSERT_TRUE(r);
+    f.Complete(r->host_key, now++, Completion{});
+  }
+  EXPECT_TRUE(f.AtPageBudget(h));
+  EXPECT_FALSE(f.Pop(now));  // two new URLs wait for credit
+  // Revisits of the two pages: at the front, they go, and count nothing.
+  for (int i = 0; i < 2; ++i) {
+    Item revisit = MakeItem("new" + std::to_string(i), 1.0);
+    revisit.revisit = true;
+    ASSERT_TRUE(f.PushFront(h, std::move(revisit)));
+  }
+  for (int i = 0; i < 2; ++i) {
+    auto r = f.Pop(now);
+    ASSERT_TRUE(r) << i;
+    EXPECT_TRUE(r->item.revisit);
+    f.Complete(r->host_key, now++, Completion{});
+  }
+  EXPECT_EQ(f.Host(h)->pages, 2u);
+  EXPECT_FALSE(f.Pop(now));  // the new URLs still wait
+  EXPECT_EQ(f.Host(h)->queued, 2u);
+  // Below the budget a revisit queued at the back counts nothing either.
+  EXPECT_FALSE(f.AtPageBudget("http://elsewhere:80"));
+}
+
 TEST(Aopic, SwitchedOffIsEarliestReadyFirstWithoutBudget) {
   Options o;
   o.credit_scheduling = false;

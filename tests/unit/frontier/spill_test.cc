@@ -82,6 +82,7 @@ Item MakeItem(const std::string& host, int i) {
   if (i % 7 == 3) item.sitemap_of = "named-by-" + std::to_string(i % 11);
   // Sitemap hints on some pages, none on others.
   item.changefreq = static_cast<uint8_t>(i % 3 == 0 ? 0 : i % 8);
+  item.revisit = i % 5 == 1;  // with and without a changefreq
   return item;
 }
 
@@ -120,6 +121,7 @@ void ExpectSameItems(const std::vector<Item>& got,
     EXPECT_EQ(got[i].kind, want[i].kind);
     EXPECT_EQ(got[i].sitemap_of, want[i].sitemap_of);
     EXPECT_EQ(got[i].changefreq, want[i].changefreq);
+    EXPECT_EQ(got[i].revisit, want[i].revisit);
   }
 }
 
@@ -167,7 +169,10 @@ TEST(SpillItems, EveryLayoutDecodes) {
   ExpectSameItems(got, items, "FCK4");
   // Older chunks: the same items without what their layout lacks.
   std::vector<Item> no_hints = items;
-  for (Item& item : no_hints) item.changefreq = 0;
+  for (Item& item : no_hints) {
+    item.changefreq = 0;
+    item.revisit = false;
+  }
   got.clear();
   ASSERT_TRUE(spill::DecodeItems(fck3, spill::kChunkMagicNoHints, n, &got));
   ExpectSameItems(got, no_hints, "FCK3");
@@ -472,7 +477,9 @@ TEST_F(SpillTest, CreditAndBudgetSurviveReopen) {
   {
     auto f = OpenOrDie(o);
     for (int i = 0; i < 20; ++i) {
-      f->Push("http://a:80", MakeItem("a", i), "http://a:80");
+      Item item = MakeItem("a", i);
+      item.revisit = false;  // new pages: each counts against the budget
+      f->Push("http://a:80", std::move(item), "http://a:80");
     }
     f->AddCredit("http://a:80", 7.0, "http://b:80");
     ASSERT_TRUE(f->Pop(0));
