@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -49,7 +48,8 @@ Options Sanitize(Options o) {
   o.head_items = std::max<size_t>(o.head_items, 1);
   o.low_water_items = std::clamp<size_t>(o.low_water_items, 1, o.head_items);
   o.chunk_items = std::max<size_t>(o.chunk_items, 1);
-  o.segment_bytes = std::max<uint64_t>(o.segment_bytes, 4096);
+  // At most 1 GiB, so that a chunk's offset fits the 32 bits ChunkRef has.
+  o.segment_bytes = std::clamp<uint64_t>(o.segment_bytes, 4096, 1u << 30);
   return o;
 }
 
@@ -121,6 +121,7 @@ class Reader {
   }
   bool ok() const { return ok_; }
   bool done() const { return pos_ == data_.size(); }
+  size_t pos() const { return pos_; }
 
  private:
   std::string_view data_;
@@ -154,18 +155,16 @@ void EncodeItem(std::string* out, const Item& item) {
       out, static_cast<uint8_t>(item.changefreq | (item.revisit ? 0x80 : 0)));
 }
 
-bool DecodeItems(std::string_view payload, uint32_t magic, uint32_t count,
-                 std::vector<Item>* out) {
-  if (magic != kChunkMagic && magic != kChunkMagicNoHints &&
-      magic != kChunkMagicNoKind) {
-    return false;
-  }
-  Reader r(payload);
-  const size_t first = out->size();
+namespace {
+
+// Appends the next `count` items `r` holds, laid out as `magic` says (a
+// known one); false if they are not there or malformed.
+bool DecodeRun(Reader& r, uint32_t magic, uint32_t count,
+               std::vector<Item>* out) {
   for (uint32_t i = 0; i < count; ++i) {
     Item item;
     const uint32_t len = r.Get<uint32_t>();
-    if (len > kMaxUrlBytes) break;
+    if (len > kMaxUrlBytes) return false;
     item.url = std::string(r.Bytes(len));
     item.fingerprint = r.Get<uint64_t>();
     item.depth = r.Get<uint16_t>();
@@ -176,7 +175,7 @@ bool DecodeItems(std::string_view payload, uint32_t magic, uint32_t count,
     item.seed_host = std::string(r.Bytes(r.Get<uint16_t>()));
     if (magic != kChunkMagicNoKind) {
       const uint8_t kind = r.Get<uint8_t>();
-      if (kind > static_cast<uint8_t>(ItemKind::kChildSitemap)) break;
+      if (kind > static_cast<uint8_t>(ItemKind::kChildSitemap)) return false;
       item.kind = static_cast<ItemKind>(kind);
       item.sitemap_of = std::string(r.Bytes(r.Get<uint8_t>()));
     }
@@ -187,10 +186,23 @@ bool DecodeItems(std::string_view payload, uint32_t magic, uint32_t count,
       item.changefreq = freq <= kMaxChangeFreq ? freq : 0;
       item.revisit = (byte & 0x80) != 0;
     }
-    if (!r.ok()) break;
+    if (!r.ok()) return false;
     out->push_back(std::move(item));
   }
-  if (!r.ok() || !r.done() || out->size() - first != count) {
+  return true;
+}
+
+}  // namespace
+
+bool DecodeItems(std::string_view payload, uint32_t magic, uint32_t count,
+                 std::vector<Item>* out) {
+  if (magic != kChunkMagic && magic != kChunkMagicNoHints &&
+      magic != kChunkMagicNoKind) {
+    return false;
+  }
+  Reader r(payload);
+  const size_t first = out->size();
+  if (!DecodeRun(r, magic, count, out) || !r.done()) {
     out->resize(first);
     return false;
   }
@@ -236,11 +248,71 @@ Status ReadAllAt(int fd, char* buf, size_t len, uint64_t offset,
 }  // namespace
 
 // One spilled run of a host's queue, in a segment file.
+// 24 bytes: a host queue holds one per spilled chunk, and with 100,000
+// hosts (tails of a few items each) there are millions.
 struct ChunkRef {
   uint32_t segment = 0;
   uint32_t count = 0;
-  uint64_t offset = 0;
+  uint32_t offset = 0;  // < segment_bytes (at most 1 GiB)
   uint32_t bytes = 0;
+  // Items of the chunk already moved to the head (a refill under memory
+  // pressure takes only what the head has room for), and where in the
+  // payload the next one begins, so a refill decodes only what it takes.
+  uint32_t taken = 0;
+  uint32_t taken_bytes = 0;
+};
+
+// A FIFO queue in a vector read from `first_`: what a host keeps in memory
+// (its head, its spilled chunks' references). Not a std::deque, which
+// allocates about 500 bytes even when empty: two per host were 100 MB of
+// the frontier's memory with 100,000 hosts.
+template <typename T>
+class FifoVector {
+ public:
+  bool empty() const { return first_ == items_.size(); }
+  size_t size() const { return items_.size() - first_; }
+  T& front() { return items_[first_]; }
+  const T& front() const { return items_[first_]; }
+  void push_back(T v) { items_.push_back(std::move(v)); }
+  // O(size) when nothing was popped before it (a put-back is rare).
+  void push_front(T v) {
+    if (first_ > 0) {
+      items_[--first_] = std::move(v);
+    } else {
+      items_.insert(items_.begin(), std::move(v));
+    }
+  }
+  void pop_front() {
+    if (++first_ == items_.size()) {
+      Release();
+    } else if (first_ >= 8 && 2 * first_ >= items_.size()) {
+      // Amortized O(1), and the capacity stays within about twice what is
+      // held: memory_bytes_ counts items, not a vector's spare room.
+      items_.erase(items_.begin(),
+                   items_.begin() + static_cast<ptrdiff_t>(first_));
+      first_ = 0;
+      if (items_.capacity() > 2 * items_.size() + 8) items_.shrink_to_fit();
+    }
+  }
+  typename std::vector<T>::iterator begin() {
+    return items_.begin() + static_cast<ptrdiff_t>(first_);
+  }
+  typename std::vector<T>::iterator end() { return items_.end(); }
+  typename std::vector<T>::const_iterator begin() const {
+    return items_.begin() + static_cast<ptrdiff_t>(first_);
+  }
+  typename std::vector<T>::const_iterator end() const { return items_.end(); }
+  void Release() {
+    std::vector<T>().swap(items_);
+    first_ = 0;
+  }
+  // For MergeSmallChunks, which replaces a run at the end.
+  std::vector<T>& items() { return items_; }
+  size_t first() const { return first_; }
+
+ private:
+  std::vector<T> items_;
+  size_t first_ = 0;
 };
 
 // Append-only segment files. A segment is referenced by live chunks (in
@@ -259,7 +331,9 @@ struct Frontier::SpillStore {
   std::map<uint32_t, Segment> segments;
   uint32_t current = 0;  // 0: no segment open for appends
   uint32_t next_id = 1;
-  std::vector<ChunkRef> manifest_refs;
+  // The references the last manifest holds, per segment (count): kept as
+  // counts, since a copy of every ChunkRef doubled the frontier's memory.
+  std::map<uint32_t, uint64_t> manifest_refs;
   std::string scratch;
   bool opened = false;  // Open() succeeded: unreferenced files may go
 
@@ -268,7 +342,7 @@ struct Frontier::SpillStore {
     // is worth keeping on disk. A store whose Open() failed deletes nothing:
     // the files are what the operator needs to look into.
     std::set<uint32_t> keep;
-    for (const ChunkRef& c : manifest_refs) keep.insert(c.segment);
+    for (const auto& [id, refs] : manifest_refs) keep.insert(id);
     for (auto& [id, seg] : segments) {
       if (seg.fd >= 0) ::close(seg.fd);
       if (opened && keep.count(id) == 0) ::unlink(Path(id).c_str());
@@ -292,10 +366,11 @@ struct Frontier::SpillStore {
 
   void Ref(uint32_t id) { ++segments[id].refs; }
 
-  void Unref(uint32_t id) {
+  void Unref(uint32_t id, uint64_t n = 1) {
     auto it = segments.find(id);
     if (it == segments.end() || it->second.refs == 0) return;
-    if (--it->second.refs == 0 && id != current) {
+    it->second.refs -= std::min(n, it->second.refs);
+    if (it->second.refs == 0 && id != current) {
       if (it->second.fd >= 0) ::close(it->second.fd);
       ::unlink(Path(id).c_str());
       segments.erase(it);
@@ -329,7 +404,8 @@ struct Frontier::SpillStore {
       (void)r;
       return s;
     }
-    ChunkRef ref{current, count, seg.size,
+    // Roll() above keeps seg.size below segment_bytes (at most 1 GiB).
+    ChunkRef ref{current, count, static_cast<uint32_t>(seg.size),
                  static_cast<uint32_t>(scratch.size())};
     seg.size += scratch.size();
     seg.dirty = true;
@@ -357,7 +433,11 @@ struct Frontier::SpillStore {
     return Status::Ok();
   }
 
-  Status Read(const ChunkRef& ref, std::vector<Item>* out) {
+  // Appends the chunk's items not taken yet, at most `max_items` of them,
+  // to `out`; `next_byte` (if given) gets where in the payload the first
+  // item left begins. The whole chunk is read and its checksum checked.
+  Status Read(const ChunkRef& ref, std::vector<Item>* out,
+              uint32_t max_items = UINT32_MAX, uint32_t* next_byte = nullptr) {
     auto it = segments.find(ref.segment);
     if (it == segments.end() || it->second.fd < 0) {
       return Status::NotFound(Path(ref.segment) + ": segment missing");
@@ -382,11 +462,29 @@ struct Frontier::SpillStore {
       return Status::Corruption(path + ": bad chunk at offset " +
                                 std::to_string(ref.offset));
     }
-    if (!spill::DecodeItems(
-            std::string_view(scratch).substr(kChunkHeader, payload), magic,
-            count, out)) {
+    if (ref.taken == 0 && max_items >= count) {
+      if (!spill::DecodeItems(
+              std::string_view(scratch).substr(kChunkHeader, payload), magic,
+              count, out)) {
+        return Status::Corruption(path + ": undecodable chunk at offset " +
+                                  std::to_string(ref.offset));
+      }
+      if (next_byte != nullptr) *next_byte = payload;
+      return Status::Ok();
+    }
+    const uint32_t n = std::min(max_items, count - std::min(count, ref.taken));
+    const size_t first = out->size();
+    Reader rest(std::string_view(scratch).substr(
+        kChunkHeader + std::min(ref.taken_bytes, payload)));
+    if (ref.taken > count || ref.taken_bytes > payload ||
+        !spill::DecodeRun(rest, magic, n, out) ||
+        (ref.taken + n == count && !rest.done())) {
+      out->resize(first);
       return Status::Corruption(path + ": undecodable chunk at offset " +
                                 std::to_string(ref.offset));
+    }
+    if (next_byte != nullptr) {
+      *next_byte = ref.taken_bytes + static_cast<uint32_t>(rest.pos());
     }
     return Status::Ok();
   }
@@ -407,8 +505,8 @@ struct Frontier::HostState {
   const std::string* key = nullptr;  // the map's key; nodes never move
   uint64_t seq = 0;                  // creation order, the last tie-break
   // Queue order: head, then chunks (on disk), then tail.
-  std::deque<Item> head;
-  std::deque<ChunkRef> chunks;
+  FifoVector<Item> head;
+  FifoVector<ChunkRef> chunks;
   std::vector<Item> tail;
   size_t queued = 0;
   bool in_tail_list = false;
@@ -546,7 +644,12 @@ Result<std::unique_ptr<Frontier>> Frontier::Open(const Options& options) {
         ChunkRef ref;
         ref.segment = r.Get<uint32_t>();
         ref.count = r.Get<uint32_t>();
-        ref.offset = r.Get<uint64_t>();
+        const uint64_t offset = r.Get<uint64_t>();
+        if (offset > UINT32_MAX) {
+          return Status::Corruption(manifest + ": chunk offset " +
+                                    std::to_string(offset));
+        }
+        ref.offset = static_cast<uint32_t>(offset);
         ref.bytes = r.Get<uint32_t>();
         if (!r.ok()) break;
         if (store->segments.count(ref.segment) == 0) {
@@ -555,7 +658,7 @@ Result<std::unique_ptr<Frontier>> Frontier::Open(const Options& options) {
         }
         store->Ref(ref.segment);  // the manifest's reference
         store->Ref(ref.segment);  // the live queue's
-        store->manifest_refs.push_back(ref);
+        ++store->manifest_refs[ref.segment];
         h.chunks.push_back(ref);
         h.queued += ref.count;
       }
@@ -583,12 +686,20 @@ Result<std::unique_ptr<Frontier>> Frontier::Open(const Options& options) {
   store->opened = true;
   f->store_ = std::move(store);
 
+  // Every active host first, so that the heads' share of the memory
+  // budget (HeadCap) is known before the first refill.
   for (auto& [key, hp] : f->hosts_) {
     HostState& h = *hp;
     if (h.queued == 0) continue;
     f->queued_ += h.queued;
-    f->Refill(h);  // may lose unreadable chunks (counted)
     f->OnQueuedChange(h, 0);
+  }
+  for (auto& [key, hp] : f->hosts_) {
+    HostState& h = *hp;
+    if (h.queued == 0) continue;
+    const size_t before = h.queued;
+    f->Refill(h);  // may lose unreadable chunks (counted)
+    if (h.queued == 0) f->OnQueuedChange(h, before);
     f->Reschedule(h);
   }
   return f;
@@ -691,10 +802,25 @@ void Frontier::OnQueuedChange(HostState& host, size_t before) {
 
 void Frontier::AddItemBytes(const Item& item) {
   memory_bytes_ += ItemBytes(item);
+  ++memory_items_;
 }
 
 void Frontier::SubItemBytes(const Item& item) {
   memory_bytes_ -= std::min(memory_bytes_, ItemBytes(item));
+  if (memory_items_ > 0) --memory_items_;
+}
+
+size_t Frontier::HeadCap() const {
+  if (store_ == nullptr) return options_.head_items;
+  // Heads are never spilled, so with many active hosts the heads decide
+  // the memory: they get half of the budget (a refill under pressure stops
+  // at the cap), and the tails, spilled first, the other half.
+  const size_t item =
+      memory_items_ > 0 ? std::max(memory_bytes_ / memory_items_, sizeof(Item))
+                        : sizeof(Item) + 64;
+  const size_t hosts = std::max<size_t>(active_hosts_, 1);
+  const size_t share = options_.memory_budget_bytes / 2 / hosts / item;
+  return std::clamp<size_t>(share, 1, options_.head_items);
 }
 
 void Frontier::DropQueue(HostState& host) {
@@ -706,8 +832,8 @@ void Frontier::DropQueue(HostState& host) {
   dropped_ += host.queued;
   queued_ -= host.queued;
   host.queued = 0;
-  std::deque<Item>().swap(host.head);
-  std::deque<ChunkRef>().swap(host.chunks);
+  host.head.Release();
+  host.chunks.Release();
   std::vector<Item>().swap(host.tail);
   OnQueuedChange(host, before);
 }
@@ -740,7 +866,36 @@ void Frontier::SpillTail(HostState& host) {
   spilled_items_ += host.tail.size();
   for (const Item& item : host.tail) SubItemBytes(item);
   host.chunks.push_back(*ref);
-  host.tail.clear();
+  MergeSmallChunks(host);
+  // Not clear(): a cleared vector keeps its capacity, which memory_bytes_
+  // does not count, and every host keeps one.
+  std::vector<Item>().swap(host.tail);
+}
+
+void Frontier::MergeSmallChunks(HostState& host) {
+  // With many active hosts the budget leaves each tail a few items, so the
+  // tails go out as chunks of a few items, and their references (24 bytes
+  // each) outgrew the items' own budget: 10 M URLs over 100,000 hosts made
+  // about 4 M of them. A run of small chunks at the end of a queue is
+  // written again as one, so each item is written about twice at most.
+  constexpr size_t kRun = 8;
+  const size_t small = std::max<size_t>(options_.chunk_items / 4, 2);
+  std::vector<ChunkRef>& refs = host.chunks.items();
+  size_t start = refs.size();
+  while (start > host.chunks.first() && refs.size() - start < kRun &&
+         refs[start - 1].count < small && refs[start - 1].taken == 0) {
+    --start;
+  }
+  if (refs.size() - start < kRun) return;
+  std::vector<Item> items;
+  for (size_t i = start; i < refs.size(); ++i) {
+    if (Status s = store_->Read(refs[i], &items); !s.ok()) return;  // as is
+  }
+  auto merged = store_->Append(items.begin(), items.end());
+  if (!merged.ok()) return;  // the small chunks are still there
+  for (size_t i = start; i < refs.size(); ++i) store_->Unref(refs[i].segment);
+  refs.resize(start);
+  refs.push_back(*merged);
 }
 
 void Frontier::EnforceBudget() {
@@ -764,26 +919,43 @@ void Frontier::EnforceBudget() {
 
 void Frontier::Refill(HostState& host) {
   if (store_ == nullptr) return;
+  const size_t cap = HeadCap();
   std::vector<Item> items;
-  while (host.head.size() < options_.head_items) {
+  while (host.head.size() < cap) {
     if (!host.chunks.empty()) {
-      const ChunkRef ref = host.chunks.front();
-      host.chunks.pop_front();
+      ChunkRef& ref = host.chunks.front();
+      // Without pressure up to chunk_items come in (a whole chunk, unless
+      // MergeSmallChunks made it larger); under pressure only what the head
+      // has room for. The rest of the chunk stays on disk for the next
+      // refill.
+      const size_t room = cap < options_.head_items ? cap - host.head.size()
+                                                    : options_.chunk_items;
+      const auto want =
+          static_cast<uint32_t>(std::min<size_t>(room, UINT32_MAX));
       items.clear();
-      Status s = store_->Read(ref, &items);
-      store_->Unref(ref.segment);
+      uint32_t next_byte = 0;
+      Status s = store_->Read(ref, &items, want, &next_byte);
       if (!s.ok()) {
         // Counted and reported, never silent; the queue goes on without it.
+        const uint32_t lost = ref.count - ref.taken;
+        store_->Unref(ref.segment);
+        host.chunks.pop_front();
         ++spill_errors_;
         last_spill_error_ = s;
-        lost_items_ += ref.count;
-        host.queued -= ref.count;
-        queued_ -= ref.count;
+        lost_items_ += lost;
+        host.queued -= lost;
+        queued_ -= lost;
         continue;
       }
       for (Item& item : items) {
         AddItemBytes(item);
         host.head.push_back(std::move(item));
+      }
+      ref.taken += static_cast<uint32_t>(items.size());
+      ref.taken_bytes = next_byte;
+      if (ref.taken >= ref.count) {
+        store_->Unref(ref.segment);
+        host.chunks.pop_front();
       }
     } else if (!host.tail.empty()) {
       for (Item& item : host.tail) host.head.push_back(std::move(item));
@@ -829,9 +1001,10 @@ Status Frontier::TryPush(std::string_view host_key, Item item,
     host.credit_raw += item.credit;
     if (from_host_key != host_key) host.inbound_credit += item.credit;
   }
+  const size_t head_cap = HeadCap();
   const bool to_head =
-      store_ == nullptr || (host.chunks.empty() && host.tail.empty() &&
-                            host.head.size() < options_.head_items);
+      store_ == nullptr ||
+      (host.chunks.empty() && host.tail.empty() && host.head.size() < head_cap);
   AddItemBytes(item);
   if (to_head) {
     host.head.push_back(std::move(item));
@@ -938,7 +1111,13 @@ std::optional<Frontier::Ready> Frontier::Pop(int64_t now_us) {
   if (!ready.item.revisit) ++host.pages;  // the budget counts new pages
   ++host.in_flight;
   ++in_flight_;
-  if (host.head.size() < options_.low_water_items) Refill(host);
+  // Under pressure the low water mark is a quarter of the lowered head, so
+  // that a refill still takes several items per read.
+  const size_t cap = HeadCap();
+  const size_t low_water = cap < options_.head_items
+                               ? std::max<size_t>(cap / 4, 1)
+                               : options_.low_water_items;
+  if (host.head.size() < low_water) Refill(host);
   OnQueuedChange(host, before);
   Reschedule(host);  // in flight: invalidates nothing else, cleans the tops
   if (options_.credit_scheduling &&
@@ -1084,7 +1263,7 @@ Status Frontier::TakeQueue(std::string_view host_key,
     if (!s.ok()) {
       ++spill_errors_;
       last_spill_error_ = s;
-      lost_items_ += ref.count;
+      lost_items_ += ref.count - ref.taken;
       result = s;
       continue;
     }
@@ -1094,8 +1273,8 @@ Status Frontier::TakeQueue(std::string_view host_key,
     SubItemBytes(item);
     out(std::move(item));
   }
-  std::deque<Item>().swap(host->head);
-  std::deque<ChunkRef>().swap(host->chunks);
+  host->head.Release();
+  host->chunks.Release();
   std::vector<Item>().swap(host->tail);
   queued_ -= host->queued;
   host->queued = 0;
@@ -1117,11 +1296,32 @@ Status Frontier::Checkpoint(
   if (store_ == nullptr) return Status::Ok();
   std::unordered_map<std::string_view, std::vector<Item>> held;
   for (const auto& [key, item] : in_flight) held[key].push_back(item);
+  // The manifest goes to its file as it is made, about 1 MiB at a time:
+  // with 100,000 hosts it is tens of MB, which as one string was the
+  // checkpoint's share of the peak RSS. Its header (magic, payload bytes,
+  // payload XXH3) is written over the first 24 bytes once known.
+  const std::string dir = store_->dir;
+  const std::string tmp = dir + "/MANIFEST.tmp";
+  Status failed;
+  const int fd =
+      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) failed = Status::IOError(ErrnoText("open " + tmp));
+  if (failed.ok()) failed = WriteAll(fd, std::string(24, '\0'), tmp);
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> sum(
+      XXH3_createState(), &XXH3_freeState);
+  XXH3_64bits_reset(sum.get());
+  uint64_t payload_bytes = 0;
   std::string payload;
+  auto flush = [&] {
+    if (!failed.ok()) return;
+    XXH3_64bits_update(sum.get(), payload.data(), payload.size());
+    payload_bytes += payload.size();
+    failed = WriteAll(fd, payload, tmp);
+    payload.clear();
+  };
   Put<double>(&payload, lambda_);
   Put<uint64_t>(&payload, hosts_.size());
-  std::vector<ChunkRef> refs;
-  Status failed;
+  std::map<uint32_t, uint64_t> refs;  // the new manifest's, per segment
   auto append = [&](auto begin, auto end, std::vector<ChunkRef>* out) {
     if (begin == end || !failed.ok()) return;
     auto ref = store_->Append(begin, end);
@@ -1129,10 +1329,11 @@ Status Frontier::Checkpoint(
       failed = ref.status();
       return;
     }
-    refs.push_back(*ref);  // Append() counted the manifest's reference
+    ++refs[ref->segment];  // Append() counted the manifest's reference
     out->push_back(*ref);
   };
   std::vector<ChunkRef> host_refs;
+  std::vector<Item> partial;
   for (auto& [key, hp] : hosts_) {
     HostState& h = *hp;
     host_refs.clear();
@@ -1141,8 +1342,21 @@ Status Frontier::Checkpoint(
     }
     append(h.head.begin(), h.head.end(), &host_refs);
     for (const ChunkRef& c : h.chunks) {
+      if (c.taken > 0) {
+        // Part of it is in the head already and the manifest has no room
+        // for that: what is left of it is written again, as a chunk of its
+        // own (only a queue's first chunk is ever partly taken).
+        if (!failed.ok()) break;
+        partial.clear();
+        if (Status s = store_->Read(c, &partial); !s.ok()) {
+          failed = s;
+          break;
+        }
+        append(partial.begin(), partial.end(), &host_refs);
+        continue;
+      }
       store_->Ref(c.segment);
-      refs.push_back(c);
+      ++refs[c.segment];
       host_refs.push_back(c);
     }
     append(h.tail.begin(), h.tail.end(), &host_refs);
@@ -1163,40 +1377,37 @@ Status Frontier::Checkpoint(
       Put<uint64_t>(&payload, c.offset);
       Put<uint32_t>(&payload, c.bytes);
     }
+    if (payload.size() >= (1u << 20)) flush();
   }
+  flush();
+  // The segments first: the manifest must never name a chunk not on disk.
   if (failed.ok()) failed = store_->Sync();
   if (failed.ok()) {
-    std::string file(kManifestMagic, 8);
-    Put<uint64_t>(&file, payload.size());
-    Put<uint64_t>(&file, XXH3_64bits(payload.data(), payload.size()));
-    file.append(payload);
-    const std::string dir = store_->dir;
-    const std::string tmp = dir + "/MANIFEST.tmp";
-    int fd =
-        ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      failed = Status::IOError(ErrnoText("open " + tmp));
+    std::string header(kManifestMagic, 8);
+    Put<uint64_t>(&header, payload_bytes);
+    Put<uint64_t>(&header, XXH3_64bits_digest(sum.get()));
+    if (::lseek(fd, 0, SEEK_SET) != 0) {
+      failed = Status::IOError(ErrnoText("seek " + tmp));
     } else {
-      failed = WriteAll(fd, file, tmp);
-      if (failed.ok() && ::fsync(fd) != 0) {
-        failed = Status::IOError(ErrnoText("fsync " + tmp));
-      }
-      ::close(fd);
-      if (failed.ok() &&
-          ::rename(tmp.c_str(), (dir + "/MANIFEST").c_str()) != 0) {
-        failed = Status::IOError(ErrnoText("rename " + tmp));
-      }
-      if (failed.ok()) {
-        // The rename is durable only once the directory is synced.
-        int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-          ::fsync(dfd);
-          ::close(dfd);
-        }
-      }
+      failed = WriteAll(fd, header, tmp);
     }
   }
-  std::vector<ChunkRef> released;
+  if (failed.ok() && ::fsync(fd) != 0) {
+    failed = Status::IOError(ErrnoText("fsync " + tmp));
+  }
+  if (fd >= 0) ::close(fd);
+  if (failed.ok() && ::rename(tmp.c_str(), (dir + "/MANIFEST").c_str()) != 0) {
+    failed = Status::IOError(ErrnoText("rename " + tmp));
+  }
+  if (failed.ok()) {
+    // The rename is durable only once the directory is synced.
+    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+  }
+  std::map<uint32_t, uint64_t> released;
   if (failed.ok()) {
     released.swap(store_->manifest_refs);
     store_->manifest_refs = std::move(refs);
@@ -1205,7 +1416,7 @@ Status Frontier::Checkpoint(
     ++spill_errors_;
     last_spill_error_ = failed;
   }
-  for (const ChunkRef& c : released) store_->Unref(c.segment);
+  for (const auto& [id, n] : released) store_->Unref(id, n);
   return failed;
 }
 

@@ -63,7 +63,13 @@
 //     before or after it parsed the Crawl-delay.
 //   - Hosts are never forgotten (their delays, error counts, credit and
 //     retirement must survive an empty queue); an empty host record costs
-//     about 1.3 KB (libstdc++'s std::deque allocates even when empty).
+//     about 400 bytes (its queues are vectors, which allocate nothing when
+//     empty, not std::deques, which allocate about 500 bytes each).
+//   - Memory is bounded by memory_budget_bytes however many hosts have
+//     queues: tails are spilled first, heads are lowered (down to one item)
+//     when the active hosts' heads would take more than half of it, and a
+//     refill under that pressure reads only part of a chunk (ChunkRef::taken).
+//     10 M URLs over 100,000 hosts: 203 MiB peak RSS (docs/bench/frontier.md).
 #ifndef CRAWLD_FRONTIER_FRONTIER_H_
 #define CRAWLD_FRONTIER_FRONTIER_H_
 
@@ -141,7 +147,9 @@ struct Options {
 
   // --- Performance: disk spill (ignored without spill_dir) ---
 
-  // Items a host's head is refilled to (count). Clamped to >= 1.
+  // Items a host's head is refilled to (count). Clamped to >= 1. With many
+  // active hosts it is lowered (down to 1) so that the heads take at most
+  // about half of memory_budget_bytes.
   size_t head_items = 32;
   // Refill the head when it holds fewer items than this (count). Clamped to
   // [1, head_items].
@@ -151,8 +159,9 @@ struct Options {
   size_t chunk_items = 128;
   // Bytes of queued items kept in memory over all hosts (estimate: Item
   // plus URL heap bytes). Above it, tails are spilled early, oldest first.
-  // Heads are never spilled (each holds at most head_items + chunk_items,
-  // plus PushFront()s), so keep this above hosts x head_items x ~160 bytes.
+  // Heads are never spilled; they are lowered instead (head_items), so the
+  // budget holds however many hosts have queues: 10 M URLs over 100,000
+  // hosts stay in it (docs/bench/frontier.md).
   size_t memory_budget_bytes = 64u << 20;
   // A segment file is closed for appends at this size (bytes) and deleted
   // when no live queue or checkpoint refers to it. Clamped to >= 4 KiB.
@@ -482,8 +491,14 @@ class Frontier {
   void OnQueuedChange(HostState& host, size_t before);
   void AddItemBytes(const Item& item);
   void SubItemBytes(const Item& item);
+  // How many items a host's head holds before its next pushes go to the
+  // tail (and a refill stops): head_items, or less when the active hosts'
+  // heads would take more than their share of memory_budget_bytes.
+  size_t HeadCap() const;
   // Spill helpers (no-ops without a store).
   void SpillTail(HostState& host);
+  // Writes a run of small chunks at the end of the host's queue as one.
+  void MergeSmallChunks(HostState& host);
   void EnforceBudget();
   void Refill(HostState& host);
   void ShareLambda();
@@ -518,6 +533,7 @@ class Frontier {
   std::deque<HostState*> tail_hosts_;
   // Spill accounting.
   size_t memory_bytes_ = 0;
+  size_t memory_items_ = 0;  // the items memory_bytes_ counts
   uint64_t spilled_items_ = 0;
   uint64_t spill_errors_ = 0;
   uint64_t lost_items_ = 0;
