@@ -696,7 +696,9 @@ constexpr Key kKeys[] = {
     IntKey(CRAWLD_CONF_FIELD(frontier, memory_budget_bytes), 1ll << 20,
            1ll << 40,
            "Bytes of queued URLs kept in memory over all hosts when "
-           "spilling; above it tails go to disk early."),
+           "spilling; above it tails go to disk early, and with many hosts "
+           "each keeps fewer URLs in memory, so that the budget holds "
+           "however many hosts have queues."),
 
     // [checkpoint]
     FloatKey(CRAWLD_CONF_FIELD(checkpoint, interval_s), 0, 86'400,
