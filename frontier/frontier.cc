@@ -286,12 +286,12 @@ class FifoVector {
     if (++first_ == items_.size()) {
       Release();
     } else if (first_ >= 8 && 2 * first_ >= items_.size()) {
-      // Amortized O(1), and the capacity stays within about twice what is
+      // Amortized O(1), and the capacity stays within a few times what is
       // held: memory_bytes_ counts items, not a vector's spare room.
       items_.erase(items_.begin(),
                    items_.begin() + static_cast<ptrdiff_t>(first_));
       first_ = 0;
-      if (items_.capacity() > 2 * items_.size() + 8) items_.shrink_to_fit();
+      if (items_.capacity() > 4 * items_.size() + 16) items_.shrink_to_fit();
     }
   }
   typename std::vector<T>::iterator begin() {
