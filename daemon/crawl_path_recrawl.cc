@@ -100,11 +100,6 @@ constexpr size_t kSweepStepCaptures = 256;
 // carried either.
 constexpr size_t kMaxValidatorBytes = 1024;
 
-std::string HostOfUrl(std::string_view url) {
-  auto u = url::Parse(url);
-  return u.ok() ? std::string(u->host()) : std::string();
-}
-
 // A revisit of a URL's last capture: the record that holds its payload.
 store::RevisitOf RevisitOfCapture(const recrawl::Capture& c,
                                   store::RevisitProfile profile) {
@@ -168,7 +163,7 @@ void CrawlPath::ReleaseDue() {
     }
     Router* router = parts_.router;
     if (router != nullptr) {
-      const std::string host = HostOfUrl(c.url);
+      const std::string host = url::HostOf(c.url);
       const int owner = host.empty() ? router->self() : router->Owner(host);
       if (owner != router->self()) {
         // Its host moved: the new owner revisits it, due as it was.
@@ -602,7 +597,7 @@ void CrawlPath::SweepStep() {
         }
         ++looked;
         sweep_after_ = fp;
-        const std::string host = HostOfUrl(c.url);
+        const std::string host = url::HostOf(c.url);
         const int owner = host.empty() ? router->self() : router->Owner(host);
         if (owner != router->self() && handoffs_.count(fp) == 0) {
           moved.push_back({fp, std::move(c), owner});
