@@ -96,9 +96,6 @@ constexpr size_t kMaxSweepPending = 512;
 // here and come due again: memory stays bounded, the revisit late.
 constexpr size_t kMaxPendingHandOffs = 4 * kMaxSweepPending;
 constexpr size_t kSweepStepCaptures = 256;
-// A validator longer than this is never sent back (AddValidators): not
-// carried either.
-constexpr size_t kMaxValidatorBytes = 1024;
 
 // A revisit of a URL's last capture: the record that holds its payload.
 store::RevisitOf RevisitOfCapture(const recrawl::Capture& c,
@@ -381,7 +378,7 @@ void CrawlPath::AddValidators(Job* job, fetcher::Request* req) {
   // control character (a bare CR would end the line for some servers) or
   // longer than any real one is not sent.
   auto sendable = [](const std::string& v) {
-    return !v.empty() && v.size() <= 1024 &&
+    return !v.empty() && v.size() <= recrawl::kMaxValidatorBytes &&
            std::none_of(v.begin(), v.end(), [](char ch) {
              const auto u = static_cast<unsigned char>(ch);
              return (u < 0x20 && u != '\t') || u == 0x7F;
@@ -518,8 +515,8 @@ void CrawlPath::Reschedule(Job* job) {
 
 bool CrawlPath::HandOff(uint64_t fp, const recrawl::Capture& capture, int to) {
   recrawl::Capture sent = capture;
-  if (sent.etag.size() > kMaxValidatorBytes) sent.etag.clear();
-  if (sent.last_modified.size() > kMaxValidatorBytes) {
+  if (sent.etag.size() > recrawl::kMaxValidatorBytes) sent.etag.clear();
+  if (sent.last_modified.size() > recrawl::kMaxValidatorBytes) {
     sent.last_modified.clear();
   }
   cluster::UrlMessage m;

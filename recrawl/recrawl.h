@@ -103,6 +103,16 @@ struct Capture {
   std::string sitemap_of;
 };
 
+// The longest validator (Capture::etag, Capture::last_modified) a worker
+// sends back or hands over, in bytes. Real ones are tens of bytes, but each
+// is the server's own text, as long as its response headers may be. A
+// longer one is never sent in a conditional request (our request would be
+// as large as the server likes), and is dropped from a capture handed to
+// another worker: it would never be sent from there either, and the
+// exchange's message holds the validators and the rest of a capture in
+// 64 KiB (cluster::MaxCaptureBytes), past which the hand-off is refused.
+inline constexpr size_t kMaxValidatorBytes = 1024;
+
 // sitemaps.org <changefreq> values, numbered as sitemap::ChangeFreq
 // (the daemon checks that they agree); 0: none given.
 enum class ChangeFreq : uint8_t {
