@@ -66,25 +66,6 @@
 
 namespace crawld::daemon {
 
-// The sitemap's changefreq travels as its integer (frontier::Item,
-// cluster::UrlMessage); the schedule reads it with the same numbering.
-static_assert(static_cast<int>(sitemap::ChangeFreq::kUnset) ==
-              static_cast<int>(recrawl::ChangeFreq::kNone));
-static_assert(static_cast<int>(sitemap::ChangeFreq::kAlways) ==
-              static_cast<int>(recrawl::ChangeFreq::kAlways));
-static_assert(static_cast<int>(sitemap::ChangeFreq::kHourly) ==
-              static_cast<int>(recrawl::ChangeFreq::kHourly));
-static_assert(static_cast<int>(sitemap::ChangeFreq::kDaily) ==
-              static_cast<int>(recrawl::ChangeFreq::kDaily));
-static_assert(static_cast<int>(sitemap::ChangeFreq::kWeekly) ==
-              static_cast<int>(recrawl::ChangeFreq::kWeekly));
-static_assert(static_cast<int>(sitemap::ChangeFreq::kMonthly) ==
-              static_cast<int>(recrawl::ChangeFreq::kMonthly));
-static_assert(static_cast<int>(sitemap::ChangeFreq::kYearly) ==
-              static_cast<int>(recrawl::ChangeFreq::kYearly));
-static_assert(static_cast<int>(sitemap::ChangeFreq::kNever) ==
-              static_cast<int>(recrawl::ChangeFreq::kNever));
-
 namespace {
 
 // The sweep keeps at most this many hand-offs unacknowledged (count), and
@@ -350,8 +331,10 @@ recrawl::Steer CrawlPath::SteerOf(std::string_view url, int depth,
                                   std::string_view seed_host,
                                   uint8_t changefreq) const {
   recrawl::Steer steer;
-  steer.changefreq =
-      static_cast<recrawl::ChangeFreq>(std::min<uint8_t>(changefreq, 7));
+  // Carried as its integer (frontier::Item): a value past the protocol's
+  // last one is kNever's.
+  steer.changefreq = static_cast<sitemap::ChangeFreq>(std::min<uint8_t>(
+      changefreq, static_cast<uint8_t>(sitemap::ChangeFreq::kNever)));
   if (rules_ != nullptr) {
     // The rules in force now: a reload changes the bounds from the URL's
     // next visit on (its current due time stays).

@@ -17,6 +17,7 @@ namespace crawld::recrawl {
 namespace {
 
 namespace fs = std::filesystem;
+using sitemap::ChangeFreq;
 
 class TempDir {
  public:
@@ -75,7 +76,7 @@ TEST(RecrawlInterval, TimeScaleCompressesEveryInterval) {
   EXPECT_EQ(NextIntervalUs(o, 2 * kUsPerS, true), 1 * kUsPerS);  // min
 }
 
-Steer Rule(double min_s, double max_s, ChangeFreq freq = ChangeFreq::kNone) {
+Steer Rule(double min_s, double max_s, ChangeFreq freq = ChangeFreq::kUnset) {
   Steer s;
   s.has_rule = true;
   s.rule_min_s = min_s;
@@ -108,7 +109,7 @@ TEST(RecrawlSteer, ChangefreqGivesTheFirstIntervalWithinTheBounds) {
   EXPECT_EQ(NextIntervalUs(o, 0, false, Hint(ChangeFreq::kNever)),
             7 * 86400 * kUsPerS);
   // No hint: the initial interval.
-  EXPECT_EQ(NextIntervalUs(o, 0, false, Hint(ChangeFreq::kNone)),
+  EXPECT_EQ(NextIntervalUs(o, 0, false, Hint(ChangeFreq::kUnset)),
             86400 * kUsPerS);
   // Only the first interval: later ones adapt from the current one.
   EXPECT_EQ(NextIntervalUs(o, 7200 * kUsPerS, false, Hint(ChangeFreq::kYearly)),
@@ -116,7 +117,7 @@ TEST(RecrawlSteer, ChangefreqGivesTheFirstIntervalWithinTheBounds) {
 }
 
 TEST(RecrawlSteer, ChangeFreqSecondsFollowsTheProtocolNames) {
-  EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kNone, 10, 20), 0);
+  EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kUnset, 10, 20), 0);
   EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kAlways, 10, 20), 10);
   EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kHourly, 10, 20), 3600);
   EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kDaily, 10, 20), 86400);
