@@ -1,6 +1,7 @@
 // daemon/crawl_path.h: the way of one URL through a worker, top to bottom,
 // in the order of ARCHITECTURE.md ("The way of one URL"). crawl_path.cc
-// holds the steps in this order, one function each:
+// holds steps 1-14 in this order, one function each, crawl_path_links.cc
+// steps 15-16:
 //
 //    1. enter          Enter()          a seed, an API call, a link, a
 //                                       redirect, a URL from another worker
@@ -329,6 +330,7 @@ class CrawlPath {
   // Step 14, off the loop; then `then` on the loop, unless the store
   // failed (StoreFailed).
   void Record(Job* job, std::function<void(Job*)> then);
+  // Steps 15-16 (crawl_path_links.cc).
   void FollowRedirect(Job* job);
   // all_now: in one go (recovery); else a slice per loop turn.
   void FollowLinks(Job* job, bool all_now);
