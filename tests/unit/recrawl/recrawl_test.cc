@@ -13,29 +13,15 @@
 #include <utility>
 #include <vector>
 
+#include "tests/unit/testing/temp_dir.h"
+
 namespace crawld::recrawl {
 namespace {
 
 namespace fs = std::filesystem;
 using sitemap::ChangeFreq;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "crawld-recrawl-XXXXXX");
-    char* made = mkdtemp(tmpl.data());
-    EXPECT_NE(made, nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 Options Hourly() {
   Options o;
