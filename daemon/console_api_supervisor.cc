@@ -19,10 +19,8 @@ namespace crawld::daemon {
 void SupervisorAdmin::Impl::Host(const http::Request& req,
                                  const http::Responder& r) {
   const std::string& name = *req.Param("host");
-  std::string host;
-  auto u = url::Parse(
+  const std::string host = url::HostOf(
       name.find("://") != std::string::npos ? name : "http://" + name + "/");
-  if (u.ok()) host = std::string(u->host());
   int index = 0;  // unparsable: worker 0 gives the worker's own answer
   if (!host.empty()) {
     const int owner =
