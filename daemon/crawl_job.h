@@ -1,6 +1,6 @@
 // daemon/crawl_job.h: the job of one fetch on its way through CrawlPath
-// (crawl_path.h). Internal to daemon/: crawl_path.cc and
-// crawl_path_replay.cc share it.
+// (crawl_path.h). Internal to daemon/: crawl_path.cc and its slices
+// (crawl_path_*.cc) share it.
 #ifndef CRAWLD_DAEMON_CRAWL_JOB_H_
 #define CRAWLD_DAEMON_CRAWL_JOB_H_
 

@@ -1,6 +1,7 @@
 // daemon/crawl_path.h: the way of one URL through a worker, top to bottom,
 // in the order of ARCHITECTURE.md ("The way of one URL"). crawl_path.cc
-// holds the steps in this order, one function each:
+// holds steps 1-14 in this order, one function each, crawl_path_links.cc
+// steps 15-16:
 //
 //    1. enter          Enter()          a seed, an API call, a link, a
 //                                       redirect, a URL from another worker
@@ -247,7 +248,7 @@ class CrawlPath {
   // The filter rules in force (not owned; kept until the next call).
   void SetRules(const conf::RuleSet* rules) { rules_ = rules; }
 
-  // Recrawl hand-off (crawl_path_recrawl.cc; docs/CHECKPOINT.md, "Recrawl
+  // Recrawl hand-off (crawl_path_handoff.cc; docs/CHECKPOINT.md, "Recrawl
   // schedule"): looks through the whole schedule, a step per Pump(), for
   // URLs whose host another worker owns now, and hands each over with its
   // capture. At start and when the ring changed: hosts moved.
@@ -329,6 +330,7 @@ class CrawlPath {
   // Step 14, off the loop; then `then` on the loop, unless the store
   // failed (StoreFailed).
   void Record(Job* job, std::function<void(Job*)> then);
+  // Steps 15-16 (crawl_path_links.cc).
   void FollowRedirect(Job* job);
   // all_now: in one go (recovery); else a slice per loop turn.
   void FollowLinks(Job* job, bool all_now);
@@ -367,10 +369,10 @@ class CrawlPath {
   [[nodiscard]] int64_t DuplicateWindowUs(const recrawl::Capture& c) const;
   // What the recorder may write instead of a response (recorder.h).
   RecrawlWrite RecrawlWriteOf(Job* job);
-  // Hand-off: sends the capture of a URL whose host `to` owns (false: not
-  // sent, it stays here); then, once acknowledged, deletes it here
-  // (SettleHandOffs, at most every kSettleEveryUs); SweepStep hands over
-  // a slice of the sweep.
+  // Hand-off (crawl_path_handoff.cc): sends the capture of a URL whose
+  // host `to` owns (false: not sent, it stays here); then, once
+  // acknowledged, deletes it here (SettleHandOffs, at most every
+  // kSettleEveryUs); SweepStep hands over a slice of the sweep.
   bool HandOff(uint64_t fingerprint, const recrawl::Capture& capture, int to);
   void SettleHandOffs(int64_t now);
   void SweepStep();
@@ -418,6 +420,13 @@ class CrawlPath {
     int64_t fetched_us = 0;
   };
   std::unordered_map<uint64_t, PendingHandOff> handoffs_;
+  // The sweep keeps at most this many hand-offs unacknowledged (count):
+  // memory and the exchange's queue stay bounded.
+  static constexpr size_t kMaxSweepPending = 512;
+  // Due URLs of moved hosts are handed over while fewer than this are
+  // unacknowledged (count); past it (the exchange stalls) they stay leased
+  // here and come due again: memory stays bounded, the revisit late.
+  static constexpr size_t kMaxPendingHandOffs = 4 * kMaxSweepPending;
   // Acknowledgements are looked for at most this often (monotonic us):
   // each look walks the exchange's unacknowledged messages.
   static constexpr int64_t kSettleEveryUs = 100'000;

@@ -31,34 +31,9 @@
 // Politeness is untouched: a revisit is a frontier item like any other and
 // waits for its host's slot and delay.
 //
-// The schedule moves with its hosts. When a host belongs to another worker
-// now (workers.count changed, a node joined or left), the URL's capture is
-// handed over through the exchange (UrlMessage::capture):
-//
-//   hand-off         HandOff()         the capture, due as it was, to the
-//                                      host's owner: from ReleaseDue()
-//                                      when a URL of a moved host is due,
-//                                      and from a sweep of the whole
-//                                      schedule (SweepSchedule(), at start
-//                                      and after a ring change), so that a
-//                                      worker that drains and stops hands
-//                                      over everything at once and a URL
-//                                      is not late by up to an interval
-//   settle           SettleHandOffs()  once the exchange acknowledged it
-//                                      (the owner stored it), deleted here;
-//                                      until then it stays, so a kill loses
-//                                      nothing (it is handed over again)
-//   receive          ReceiveCapture()  the owner keeps the newest capture
-//                                      of the URL (by its last visit): a
-//                                      copy sent twice, or older than its
-//                                      own, changes nothing
-//
-// Counted: recrawl_handoff_sent, recrawl_handed_off (acknowledged and
-// deleted here), recrawl_received, recrawl_received_stale,
-// recrawl_handoff_refused, recrawl_handoff_malformed; see
-// docs/OPERATIONS.md and docs/CHECKPOINT.md, "Recrawl schedule".
+// The schedule moves with its hosts: a URL whose host another worker owns
+// now is handed over with its capture (crawl_path_handoff.cc).
 #include <algorithm>
-#include <unordered_set>
 
 #include "base/time.h"
 #include "daemon/crawl_job.h"
@@ -66,44 +41,7 @@
 
 namespace crawld::daemon {
 
-// The sitemap's changefreq travels as its integer (frontier::Item,
-// cluster::UrlMessage); the schedule reads it with the same numbering.
-static_assert(static_cast<int>(sitemap::ChangeFreq::kUnset) ==
-              static_cast<int>(recrawl::ChangeFreq::kNone));
-static_assert(static_cast<int>(sitemap::ChangeFreq::kAlways) ==
-              static_cast<int>(recrawl::ChangeFreq::kAlways));
-static_assert(static_cast<int>(sitemap::ChangeFreq::kHourly) ==
-              static_cast<int>(recrawl::ChangeFreq::kHourly));
-static_assert(static_cast<int>(sitemap::ChangeFreq::kDaily) ==
-              static_cast<int>(recrawl::ChangeFreq::kDaily));
-static_assert(static_cast<int>(sitemap::ChangeFreq::kWeekly) ==
-              static_cast<int>(recrawl::ChangeFreq::kWeekly));
-static_assert(static_cast<int>(sitemap::ChangeFreq::kMonthly) ==
-              static_cast<int>(recrawl::ChangeFreq::kMonthly));
-static_assert(static_cast<int>(sitemap::ChangeFreq::kYearly) ==
-              static_cast<int>(recrawl::ChangeFreq::kYearly));
-static_assert(static_cast<int>(sitemap::ChangeFreq::kNever) ==
-              static_cast<int>(recrawl::ChangeFreq::kNever));
-
 namespace {
-
-// The sweep keeps at most this many hand-offs unacknowledged (count), and
-// looks at most at this many captures per step (count): memory and the
-// exchange's queue stay bounded, a loop turn short.
-constexpr size_t kMaxSweepPending = 512;
-// Due URLs of moved hosts are handed over while fewer than this are
-// unacknowledged (count); past it (the exchange stalls) they stay leased
-// here and come due again: memory stays bounded, the revisit late.
-constexpr size_t kMaxPendingHandOffs = 4 * kMaxSweepPending;
-constexpr size_t kSweepStepCaptures = 256;
-// A validator longer than this is never sent back (AddValidators): not
-// carried either.
-constexpr size_t kMaxValidatorBytes = 1024;
-
-std::string HostOfUrl(std::string_view url) {
-  auto u = url::Parse(url);
-  return u.ok() ? std::string(u->host()) : std::string();
-}
 
 // A revisit of a URL's last capture: the record that holds its payload.
 store::RevisitOf RevisitOfCapture(const recrawl::Capture& c,
@@ -168,7 +106,7 @@ void CrawlPath::ReleaseDue() {
     }
     Router* router = parts_.router;
     if (router != nullptr) {
-      const std::string host = HostOfUrl(c.url);
+      const std::string host = url::HostOf(c.url);
       const int owner = host.empty() ? router->self() : router->Owner(host);
       if (owner != router->self()) {
         // Its host moved: the new owner revisits it, due as it was.
@@ -358,8 +296,10 @@ recrawl::Steer CrawlPath::SteerOf(std::string_view url, int depth,
                                   std::string_view seed_host,
                                   uint8_t changefreq) const {
   recrawl::Steer steer;
-  steer.changefreq =
-      static_cast<recrawl::ChangeFreq>(std::min<uint8_t>(changefreq, 7));
+  // Carried as its integer (frontier::Item): a value past the protocol's
+  // last one is kNever's.
+  steer.changefreq = static_cast<sitemap::ChangeFreq>(std::min<uint8_t>(
+      changefreq, static_cast<uint8_t>(sitemap::ChangeFreq::kNever)));
   if (rules_ != nullptr) {
     // The rules in force now: a reload changes the bounds from the URL's
     // next visit on (its current due time stays).
@@ -386,7 +326,7 @@ void CrawlPath::AddValidators(Job* job, fetcher::Request* req) {
   // control character (a bare CR would end the line for some servers) or
   // longer than any real one is not sent.
   auto sendable = [](const std::string& v) {
-    return !v.empty() && v.size() <= 1024 &&
+    return !v.empty() && v.size() <= recrawl::kMaxValidatorBytes &&
            std::none_of(v.begin(), v.end(), [](char ch) {
              const auto u = static_cast<unsigned char>(ch);
              return (u < 0x20 && u != '\t') || u == 0x7F;
@@ -517,154 +457,6 @@ void CrawlPath::Reschedule(Job* job) {
               {{"url", job->url},
                {"changed", changed ? "true" : "false"},
                {"interval_ms", std::to_string(c.interval_us / 1000)}});
-}
-
-// --- hand-off ---------------------------------------------------------------
-
-bool CrawlPath::HandOff(uint64_t fp, const recrawl::Capture& capture, int to) {
-  recrawl::Capture sent = capture;
-  if (sent.etag.size() > kMaxValidatorBytes) sent.etag.clear();
-  if (sent.last_modified.size() > kMaxValidatorBytes) {
-    sent.last_modified.clear();
-  }
-  cluster::UrlMessage m;
-  m.url = capture.url;
-  m.depth = capture.depth;
-  m.seed_host = capture.seed_host;
-  m.capture = recrawl::EncodeCapture(sent);
-  if (!parts_.router->Send(to, std::move(m))) {
-    // Refused for good (counted by the router too): it stays here, leased
-    // or swept again, and is tried again when due.
-    stats_->Count("recrawl_handoff_refused");
-    return false;
-  }
-  handoffs_[fp] = PendingHandOff{capture.url, capture.fetched_us};
-  stats_->Count("recrawl_handoff_sent");
-  return true;
-}
-
-void CrawlPath::SettleHandOffs(int64_t now) {
-  if (handoffs_.empty() || now < next_settle_us_) return;
-  next_settle_us_ = now + kSettleEveryUs;
-  std::unordered_set<std::string> unacked;
-  if (!parts_.router->ForEachUnackedCapture(
-          [&](const std::string& url) { unacked.insert(url); })) {
-    return;  // closing: kept here, handed over again at the next start
-  }
-  for (auto it = handoffs_.begin(); it != handoffs_.end();) {
-    if (unacked.count(it->second.url) > 0) {
-      ++it;
-      continue;
-    }
-    // Acknowledged: the owner has it. Deleted unless a newer visit here
-    // replaced it since (the host came back), which then stays.
-    auto deleted =
-        parts_.schedule->DeleteIfFetchedAt(it->first, it->second.fetched_us);
-    if (!deleted.ok()) {
-      stats_->Count("recrawl_store_error");
-      log_->Write(
-          Level::kError, "recrawl_store_error",
-          {{"url", it->second.url}, {"error", deleted.status().ToString()}});
-      ++it;  // tried again at the next settle
-      continue;
-    }
-    stats_->Count(*deleted ? "recrawl_handed_off"
-                           : "recrawl_handoff_superseded");
-    it = handoffs_.erase(it);
-  }
-  RefreshNextDue();
-}
-
-void CrawlPath::SweepSchedule() {
-  if (parts_.schedule == nullptr || parts_.router == nullptr) return;
-  sweeping_ = true;
-  sweep_after_.reset();
-  log_->Write(Level::kInfo, "recrawl_sweep_start", {});
-}
-
-void CrawlPath::SweepStep() {
-  if (!sweeping_) return;
-  Router* router = parts_.router;
-  struct Moved {
-    uint64_t fp;
-    recrawl::Capture capture;
-    int to;
-  };
-  std::vector<Moved> moved;
-  size_t looked = 0;
-  bool more = false;
-  Status st = parts_.schedule->ForEachCapture(
-      sweep_after_, [&](uint64_t fp, recrawl::Capture c) {
-        if (looked == kSweepStepCaptures ||
-            handoffs_.size() + moved.size() >= kMaxSweepPending) {
-          more = true;
-          return false;
-        }
-        ++looked;
-        sweep_after_ = fp;
-        const std::string host = HostOfUrl(c.url);
-        const int owner = host.empty() ? router->self() : router->Owner(host);
-        if (owner != router->self() && handoffs_.count(fp) == 0) {
-          moved.push_back({fp, std::move(c), owner});
-        }
-        return true;
-      });
-  for (const Moved& m : moved) HandOff(m.fp, m.capture, m.to);
-  if (!st.ok()) {
-    // Not retried in a loop: the next start (or ring change) sweeps again,
-    // and ReleaseDue hands over what is due meanwhile.
-    stats_->Count("recrawl_store_error");
-    log_->Write(Level::kError, "recrawl_store_error",
-                {{"error", st.ToString()}});
-    more = false;
-  }
-  if (!more) {
-    sweeping_ = false;
-    log_->Write(Level::kInfo, "recrawl_sweep_done",
-                {{"pending", std::to_string(handoffs_.size())}});
-  }
-}
-
-void CrawlPath::ReceiveCapture(const cluster::UrlMessage& m) {
-  recrawl::Schedule* schedule = parts_.schedule;
-  auto canon = parts_.canonicalizer->Canonicalize(m.url);
-  auto c = recrawl::DecodeCapture(m.capture);
-  if (!canon.ok() || !canon->is_http() || !c.ok() || c->url != m.url) {
-    // Not what a worker sends: acknowledged and dropped, loudly.
-    stats_->Count("recrawl_handoff_malformed");
-    log_->Write(
-        Level::kWarn, "recrawl_handoff_malformed",
-        {{"url", m.url}, {"error", c.ok() ? "url" : c.status().ToString()}});
-    return;
-  }
-  const uint64_t fp = url::Fingerprint(canon->href());
-  // Fetched by its previous owner: a link to it is not a new URL here.
-  parts_.seen->InsertIfNew(canon->origin_key(), fp);
-  if (schedule == nullptr) {
-    // This worker runs without [recrawl]: the mark is all it keeps.
-    stats_->Count("recrawl_received_unscheduled");
-    return;
-  }
-  auto stored = schedule->Merge(fp, *c);
-  if (!stored.ok()) {
-    stats_->Count("recrawl_store_error");
-    log_->Write(Level::kError, "recrawl_store_error",
-                {{"url", m.url}, {"error", stored.status().ToString()}});
-    return;
-  }
-  if (!*stored) {
-    stats_->Count("recrawl_received_stale");
-    return;
-  }
-  stats_->Count("recrawl_received");
-  next_due_us_ = std::min(next_due_us_, c->due_us);
-  Router* router = parts_.router;
-  if (router != nullptr && handoffs_.count(fp) == 0) {
-    // The ring moved on since it was sent: on to the owner now, the same
-    // way (deleted here once that one is acknowledged).
-    const int owner = router->Owner(canon->host());
-    if (owner != router->self()) HandOff(fp, *c, owner);
-  }
 }
 
 }  // namespace crawld::daemon

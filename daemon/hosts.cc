@@ -22,15 +22,6 @@ std::string_view RobotsStateName(RobotsState state) {
   return "unknown";
 }
 
-namespace {
-
-std::string HostOf(std::string_view host_key) {
-  auto u = url::Parse(host_key);
-  return u.ok() ? std::string(u->host()) : std::string();
-}
-
-}  // namespace
-
 HostTable::HostTable(const Options& options, frontier::Frontier* frontier,
                      CrawlStats* stats, EventLog* log)
     : options_(options), frontier_(frontier), stats_(stats), log_(log) {}
@@ -62,8 +53,9 @@ const conf::HostOverride& HostTable::OverrideFor(std::string_view host_key) {
 bool HostTable::RefreshOverride(std::string_view host_key, HostRecord& host) {
   if (host.override_generation == generation_) return false;
   host.override_generation = generation_;
-  host.override_rule = overrides_ != nullptr ? overrides_->For(HostOf(host_key))
-                                             : conf::HostOverride();
+  host.override_rule = overrides_ != nullptr
+                           ? overrides_->For(url::HostOf(host_key))
+                           : conf::HostOverride();
   if (!host.override_rule.empty()) {
     // Never silently: each host an override touches is counted and logged.
     stats_->Count("override_hosts");

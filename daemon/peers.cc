@@ -14,11 +14,6 @@ namespace crawld::daemon {
 
 namespace {
 
-std::string HostOf(std::string_view url) {
-  auto u = url::Parse(url);
-  return u.ok() ? std::string(u->host()) : std::string();
-}
-
 checkpoint::RoutedUrl ToRouted(int to, const cluster::UrlMessage& m) {
   checkpoint::RoutedUrl r;
   r.to_worker = to;
@@ -154,7 +149,7 @@ std::vector<checkpoint::RoutedUrl> Peers::Outbox() const {
 void Peers::Resend(const std::vector<checkpoint::RoutedUrl>& outbox) {
   for (checkpoint::RoutedUrl r : outbox) {
     // The owner may have changed with the worker count.
-    const int owner = Owner(HostOf(r.url));
+    const int owner = Owner(url::HostOf(r.url));
     cluster::UrlMessage m = FromRouted(std::move(r));
     if (owner == options_.self) {
       Admit(m);
@@ -199,7 +194,7 @@ void Peers::Admit(const cluster::UrlMessage& m) {
     return;
   }
   if (m.seen_mark) {
-    const std::string host = HostOf(m.url);
+    const std::string host = url::HostOf(m.url);
     if (!host.empty() && Owner(host) != options_.self) {
       // Read from a gone worker's inbox (Adopt), or sent before the ring
       // changed: the mark belongs to the host's owner now.
@@ -256,7 +251,7 @@ void Peers::Rebalance(frontier::Frontier* frontier,
                       int previous_workers) {
   uint64_t hosts = 0, urls = 0, marks = 0;
   for (const std::string& key : frontier->QueuedHosts()) {
-    const std::string host = HostOf(key);
+    const std::string host = url::HostOf(key);
     if (host.empty() || Owner(host) == options_.self) continue;
     const int to = Owner(host);
     ++hosts;
@@ -290,7 +285,7 @@ void Peers::Rebalance(frontier::Frontier* frontier,
       if (type != "response" && type != "revisit") continue;
       cluster::UrlMessage m;
       m.url = rec.Header("WARC-Target-URI");
-      const std::string host = HostOf(m.url);
+      const std::string host = url::HostOf(m.url);
       if (host.empty() || Owner(host) == options_.self) continue;
       m.seen_mark = true;
       Send(Owner(host), std::move(m));

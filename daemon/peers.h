@@ -15,7 +15,7 @@
 // - Rebalance: on a start with another worker count, the queues of hosts
 //   this worker no longer owns are sent to their new owners, with a
 //   seen-mark for each page it fetched of them.
-// - Recrawl hand-off (crawl_path_recrawl.cc): a message with a capture is
+// - Recrawl hand-off (crawl_path_handoff.cc): a message with a capture is
 //   admitted at once, even before "go" (it only goes into the schedule);
 //   ForEachUnackedCapture() tells its sender when it is acknowledged.
 #ifndef CRAWLD_DAEMON_PEERS_H_

@@ -8,7 +8,6 @@
 #include <csignal>
 #include <filesystem>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +20,7 @@
 #include "daemon/membership.h"
 #include "daemon/progress.h"
 #include "daemon/supervisor_admin.h"
+#include "daemon/supervisor_impl.h"
 
 namespace crawld::daemon {
 namespace {
@@ -32,97 +32,7 @@ int64_t NowMs() { return static_cast<int64_t>(uv_hrtime() / 1000000); }
 constexpr int kQuietTicks = 5;
 constexpr uint64_t kTickMs = 200;
 
-class Supervisor {
- public:
-  explicit Supervisor(const SupervisorOptions& o) : opt_(o) {}
-
-  Result<CrawlSummary> Run();
-
- private:
-  // Run's parts, in order.
-  void StartSignals();
-  Status StartCluster();
-  Status StartAdmin();
-  CrawlSummary SumWorkerSummaries() const;
-
-  struct Child {
-    Supervisor* sup = nullptr;
-    int id = 0;
-    uv_process_t* proc = nullptr;  // while running
-    uv_pipe_t* pipe = nullptr;     // while running
-    std::string buf;               // a line not yet ended
-    char chunk[4096] = {};         // what the pipe's last read brought
-    bool go_sent = false;
-    bool stop_sent = false;
-    bool finished = false;  // exited after a stop, or on its own with 0
-    int crashes = 0;
-    int backoff_ms = 0;
-    uv_timer_t restart_timer{};
-    // The latest report, and whether one came since the last tick.
-    bool fresh = false, ready = false, idle = false;
-    uint64_t pages = 0, bytes = 0, queued = 0, active = 0, hosts = 0;
-    uint64_t sent = 0, received = 0;
-    int64_t epoch = 0;      // the ring epoch it uses (cluster)
-    uint64_t reload = 0;    // the last "reload" it did
-    bool reload_ok = true;  // and whether it loaded both files
-    // What this process was told (cluster): -1 / 0 = nothing yet.
-    int64_t ring_sent = -1, go_epoch = -1;
-    uint64_t lease_sent = 0;
-    uint64_t reload_at_start = 0;  // reload_seq_ when it was started
-  };
-
-  Status Spawn(Child& c);
-  // The worker's lines on its control pipe, each to OnLine.
-  static void StartReading(Child& c);
-  void OnExit(Child& c, int64_t status, int signal);
-  void Restart(Child& c, int delay_ms);
-  void OnLine(Child& c, std::string_view line);
-  void Send(Child& c, const std::string& line);
-  void Tick();
-  void Stop(const std::string& reason);
-  void Progress(bool final_line);
-  void MaybeEnd();
-  void CloseHandles();
-  // Cluster: reports this node's state to the membership and makes the
-  // workers follow its decision (ring, lease, go, stop).
-  void ClusterTick(bool idle, uint64_t sent, uint64_t received, uint64_t pages);
-  void SyncWorker(Child& c, const ClusterLink::Decision& d);
-  // GET /api/status's "cluster": this node and the ring's live nodes.
-  Json ClusterJson() const;
-  // SIGHUP: checks the rule and override files, then has every worker load
-  // them; CheckReload() reports once every worker answered.
-  void Reload();
-  void CheckReload();
-  int Global(const Child& c) const { return opt_.first_worker + c.id; }
-  bool Drainer(const Child& c) const { return Global(c) >= opt_.total_workers; }
-  int Children() const { return opt_.workers + opt_.drainers; }
-
-  SupervisorOptions opt_;
-  ProgressLine progress_{opt_.progress, opt_.progress_tty};
-  uv_loop_t loop_{};
-  uv_timer_t tick_{};
-  uv_signal_t sigint_{}, sigterm_{};
-  std::vector<std::unique_ptr<Child>> children_;
-  bool all_ready_once_ = false;
-  bool stopping_ = false;
-  bool ended_ = false;
-  std::string reason_;
-  int quiet_ticks_ = 0;
-  uint64_t last_sent_ = UINT64_MAX, last_received_ = UINT64_MAX;
-  int64_t start_ms_ = 0, last_progress_ms_ = 0;
-  uint64_t restarts_ = 0;
-  std::unique_ptr<SupervisorAdmin> admin_;  // the API (docs/API.md)
-  uv_signal_t sighup_{};
-  EventLog log_;  // <data>/logs/supervisor.jsonl
-  uint64_t reload_seq_ = 0;
-  bool reload_pending_ = false;
-  // Cluster state (config cluster.redis non-empty).
-  std::unique_ptr<ClusterLink> cluster_;
-  int64_t ring_epoch_ = 0;  // the membership epoch the workers are told
-  std::vector<int> ring_live_, ring_gone_;
-  int64_t acked_epoch_ = 0;  // every ring worker of this node switched to it
-  uint64_t lease_ = 0;       // control::MonotonicMs(); 0 = none
-};
+}  // namespace
 
 Status Supervisor::Spawn(Child& c) {
   const std::vector<std::string> args = {opt_.crawld_path,
@@ -398,61 +308,6 @@ void Supervisor::Tick() {
   }
 }
 
-void Supervisor::ClusterTick(bool idle, uint64_t sent, uint64_t received,
-                             uint64_t pages) {
-  // The node has switched to the epoch its workers were told once every
-  // worker of the ring reports it, handover acknowledged; it fetches once
-  // every such worker got its go.
-  bool switched = ring_epoch_ > 0, going = true, local_ready = true;
-  for (auto& c : children_) {
-    if (Drainer(*c)) continue;
-    local_ready &= c->proc != nullptr && c->ready;
-    switched &= c->proc != nullptr && c->ready && c->epoch == ring_epoch_;
-    going &= c->go_epoch == ring_epoch_ && c->proc != nullptr;
-  }
-  if (switched) acked_epoch_ = ring_epoch_;
-  ClusterLink::Local local;
-  local.ready = local_ready;
-  local.acked_epoch = acked_epoch_;
-  local.going = going && acked_epoch_ == ring_epoch_ && ring_epoch_ > 0;
-  local.idle = idle && local.going;
-  local.sent = sent;
-  local.received = received;
-  local.pages = pages;
-  const ClusterLink::Decision d = cluster_->Tick(local);
-  if (!d.stop.empty()) {
-    Stop(d.stop);
-    return;
-  }
-  if (d.ring && d.epoch != ring_epoch_) {
-    ring_epoch_ = d.epoch;
-    ring_live_ = d.live;
-    ring_gone_ = d.gone;
-  }
-  lease_ = d.lease_until_ms;
-  for (auto& c : children_) SyncWorker(*c, d);
-}
-
-void Supervisor::SyncWorker(Child& c, const ClusterLink::Decision& d) {
-  if (c.proc == nullptr || Drainer(c)) return;
-  if (ring_epoch_ > 0 && c.ring_sent != ring_epoch_) {
-    Send(c, control::RingLine(ring_epoch_, ring_live_, ring_gone_));
-    c.ring_sent = ring_epoch_;
-  }
-  if (lease_ != 0 && lease_ != c.lease_sent) {
-    Send(c, control::LeaseLine(lease_));
-    c.lease_sent = lease_;
-  }
-  if (d.may_go && d.epoch == ring_epoch_ && c.ready && c.epoch == ring_epoch_ &&
-      c.go_epoch != ring_epoch_) {
-    Send(c, "go");
-    c.go_epoch = ring_epoch_;
-    log_.Write(Level::kInfo, "go",
-               {{"worker", std::to_string(Global(c))},
-                {"epoch", std::to_string(ring_epoch_)}});
-  }
-}
-
 void Supervisor::Reload() {
   // Both files are checked here first: a bad one leaves the old rules in
   // every worker, instead of new rules in some and old in others.
@@ -599,38 +454,6 @@ void Supervisor::StartSignals() {
       SIGHUP);
 }
 
-Status Supervisor::StartCluster() {
-  if (opt_.config.cluster.redis.empty()) return Status::Ok();
-  ClusterLink::Options co;
-  co.cluster = opt_.config.cluster;
-  co.max_pages = opt_.config.crawl.max_pages;
-  co.workers_per_node = std::max(1, opt_.workers + opt_.drainers);
-  co.member = opt_.workers > 0;
-  co.log = &log_;
-  auto link = ClusterLink::Start(&loop_, co);
-  if (!link.ok()) return link.status();
-  cluster_ = std::move(link).value();
-  return Status::Ok();
-}
-
-Json Supervisor::ClusterJson() const {
-  // The ring's workers by node: a global worker id is node x (workers per
-  // node) + i (docs/CLUSTER.md).
-  const int per_node = std::max(1, opt_.workers + opt_.drainers);
-  std::set<int> live, gone;
-  for (int w : ring_live_) live.insert(w / per_node);
-  for (int w : ring_gone_) gone.insert(w / per_node);
-  for (int n : live) gone.erase(n);
-  Json j = Json::object();
-  j["node_id"] = opt_.config.cluster.node_id;
-  j["nodes"] = opt_.config.cluster.nodes;
-  j["epoch"] = ring_epoch_;
-  j["live_nodes"] = Json(std::vector<int>(live.begin(), live.end()));
-  j["gone_nodes"] = Json(std::vector<int>(gone.begin(), gone.end()));
-  j["lease"] = lease_ > 0;
-  return j;
-}
-
 Status Supervisor::StartAdmin() {
   if (!opt_.config.admin.enabled) return Status::Ok();
   SupervisorAdmin::Options ao;
@@ -723,8 +546,6 @@ CrawlSummary Supervisor::SumWorkerSummaries() const {
   if (restarts_ > 0) sum.counts["worker_restarts"] = restarts_;
   return sum;
 }
-
-}  // namespace
 
 Result<CrawlSummary> RunSupervisor(const SupervisorOptions& options) {
   Supervisor s(options);

@@ -10,16 +10,13 @@
 #include <utility>
 
 #include "base/time.h"
-#include "cluster/cluster.h"
 #include "console/console.h"
 #include "daemon/component_options.h"
 #include "daemon/console_api.h"
-#include "daemon/feed_json.h"
 #include "daemon/report_api.h"
+#include "daemon/supervisor_admin_impl.h"
 #include "http/http.h"
 #include "metrics/metrics.h"
-#include "store/store.h"
-#include "url/url.h"
 
 namespace crawld::daemon {
 
@@ -30,14 +27,6 @@ namespace {
 
 // How often a paused crawl's workers are checked for a restart.
 constexpr uint64_t kKeepPausedMs = 500;
-
-// One call to one local worker and, once done, its reply.
-struct Call {
-  int index = 0;  // local worker index
-  std::string method, target, body;
-  http::Client::Reply reply;
-  std::string url;  // filled when the worker's URL file was read
-};
 
 // The port in "http://host:port\n" (the worker's admin-<id>.url).
 int PortOf(const std::string& url) {
@@ -56,8 +45,67 @@ int PortOf(const std::string& url) {
   return port > 0 && port <= 65535 ? port : -1;
 }
 
-// A worker's answer passed on as it is (status, type, body), or 502.
-http::Response Forward(const Call& c) {
+}  // namespace
+
+SupervisorAdmin::Impl::~Impl() {
+  if (keeper != nullptr) {
+    uv_close(reinterpret_cast<uv_handle_t*>(keeper),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+  }
+}
+
+std::string SupervisorAdmin::Impl::WorkerName(int index) const {
+  return "worker " + std::to_string(Global(index));
+}
+
+const Json* SupervisorAdmin::Impl::WorkerEntry(const Json& sup, int index) {
+  const Json* w = json::Find(sup, "workers");
+  if (w == nullptr || !w->is_array() || index < 0 ||
+      static_cast<size_t>(index) >= w->size()) {
+    return nullptr;
+  }
+  return &(*w)[static_cast<size_t>(index)];
+}
+
+int64_t SupervisorAdmin::Impl::Pid(const Json& sup, int index) {
+  const Json* w = WorkerEntry(sup, index);
+  const Json* pid = w != nullptr ? json::Find(*w, "pid") : nullptr;
+  return pid != nullptr && pid->is_number() ? pid->get<int64_t>() : 0;
+}
+
+bool SupervisorAdmin::Impl::Up(const Json& sup, int index) {
+  const Json* w = WorkerEntry(sup, index);
+  if (w == nullptr) return false;
+  const Json* up = json::Find(*w, "up");
+  return up == nullptr || (up->is_boolean() && up->get<bool>());
+}
+
+Json SupervisorAdmin::Impl::SupervisorJson() const {
+  Json j = view.supervisor_status ? view.supervisor_status() : Json();
+  if (!j.is_object()) j = Json::object();
+  const Json* w = json::Find(j, "workers");
+  if (w == nullptr || !w->is_array()) {
+    // No view: every local worker, assumed up.
+    Json workers = Json::array();
+    for (int i = 0; i < options.workers; ++i) {
+      workers.push_back({{"id", Global(i)}, {"up", true}});
+    }
+    j["workers"] = std::move(workers);
+  }
+  return j;
+}
+
+SupervisorAdmin::Impl::Call SupervisorAdmin::Impl::MakeCall(
+    int index, const http::Request& req) const {
+  Call c;
+  c.index = index;
+  c.method = req.method == "HEAD" ? "GET" : req.method;
+  c.target = req.target;
+  c.body = req.body;
+  return c;
+}
+
+http::Response SupervisorAdmin::Impl::Forward(const Call& c) {
   if (!c.reply.ok) return http::Response::MakeError(502, c.reply.error);
   http::Response r;
   r.status = c.reply.status;
@@ -67,555 +115,310 @@ http::Response Forward(const Call& c) {
   return r;
 }
 
-}  // namespace
+void SupervisorAdmin::Impl::Ask(Calls calls, CallsDone done) {
+  struct Gather {
+    Calls calls;
+    size_t left = 0;
+    CallsDone done;
+  };
+  auto g = std::make_shared<Gather>();
+  g->calls = std::move(calls);
+  g->done = std::move(done);
+  g->left = g->calls.size();
+  std::vector<size_t> to_start;
+  for (size_t i = 0; i < g->calls.size(); ++i) {
+    Call& c = g->calls[i];
+    const std::string path = options.data_dir + "/run/admin-" +
+                             std::to_string(Global(c.index)) + ".url";
+    // A few bytes from a local file: the one synchronous step.
+    std::ifstream in(path);
+    std::string line;
+    const int port = in && std::getline(in, line) ? PortOf(line) : -1;
+    if (port < 0) {
+      c.reply.error = WorkerName(c.index) + ": no admin URL in " + path +
+                      " (not started yet?)";
+      c.reply.connect_failed = true;
+      --g->left;
+      continue;
+    }
+    // The worker always listens on 127.0.0.1 under a supervisor, whatever
+    // host its URL file names.
+    c.url = "http://127.0.0.1:" + std::to_string(port) + c.target;
+    to_start.push_back(i);
+  }
+  if (g->left == 0) {
+    g->done(std::move(g->calls));
+    return;
+  }
+  for (size_t i : to_start) {
+    const Call& c = g->calls[i];
+    client->Start({c.method, c.url, c.body, options.admin.token},
+                  [this, g, i](http::Client::Reply reply) {
+                    Call& c = g->calls[i];
+                    c.reply = std::move(reply);
+                    if (!c.reply.ok) {
+                      c.reply.error = WorkerName(c.index) + " (" + c.url +
+                                      "): " + c.reply.error;
+                    }
+                    if (--g->left == 0) g->done(std::move(g->calls));
+                  });
+  }
+}
 
-struct SupervisorAdmin::Impl {
-  using Calls = std::vector<Call>;
-  using CallsDone = std::function<void(Calls)>;
-
-  uv_loop_t* loop = nullptr;
-  Options options;
-  View view;
-  std::unique_ptr<http::Server> server;
-  // Declared after the server, so destroyed before it: dropping the calls
-  // in flight releases their Responders while the server still exists.
-  std::unique_ptr<http::Client> client;
-  std::string url, url_file;
-  // While the operator has the crawl paused: the pid each worker had when
-  // it acknowledged the pause. A worker restarted after a crash starts
-  // unpaused, so the keeper timer pauses any worker whose pid changed.
-  bool paused = false;
-  std::vector<int64_t> paused_pids;
-  bool keeping_paused = false;  // a KeepPaused round is in flight
-  int broadcasts = 0;           // pause/resume calls in flight
-  uv_timer_t* keeper = nullptr;
-  // The node's document feed, read here rather than through a worker: the
-  // node's merge of its workers by feed ID, with its watermark, whether or
-  // not worker 0 is up (issue 14).
-  std::unique_ptr<store::FeedReader> feed;
-  // GET /api/reports: computed from the node's data directory off the
-  // loop; cancelled when the admin API goes.
-  std::unique_ptr<ReportApi> reports;
-  // GET /api/status's "disk": the node's data directory, all workers'.
-  std::unique_ptr<DiskUsage> disk;
-
-  ~Impl() {
-    if (keeper != nullptr) {
-      uv_close(reinterpret_cast<uv_handle_t*>(keeper),
-               [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+SupervisorAdmin::Impl::Calls SupervisorAdmin::Impl::ToAll(
+    const http::Request& req, const Json& sup, std::string* not_running) const {
+  Calls calls;
+  for (int i = 0; i < options.workers; ++i) {
+    if (Up(sup, i)) {
+      calls.push_back(MakeCall(i, req));
+    } else if (not_running != nullptr) {
+      *not_running += (not_running->empty() ? "" : "; ") + WorkerName(i) +
+                      " is not running";
     }
   }
+  return calls;
+}
 
-  int Global(int index) const { return options.first_worker + index; }
-
-  std::string WorkerName(int index) const {
-    return "worker " + std::to_string(Global(index));
-  }
-
-  static const Json* WorkerEntry(const Json& sup, int index) {
-    const Json* w = json::Find(sup, "workers");
-    if (w == nullptr || !w->is_array() || index < 0 ||
-        static_cast<size_t>(index) >= w->size()) {
-      return nullptr;
+void SupervisorAdmin::Impl::KeepPaused() {
+  // During a pause or resume the pids are not known yet.
+  if (!paused || keeping_paused || broadcasts > 0) return;
+  const Json sup = SupervisorJson();
+  Calls calls;
+  for (int i = 0; i < options.workers; ++i) {
+    if (Up(sup, i) && Pid(sup, i) != paused_pids[static_cast<size_t>(i)]) {
+      Call c;
+      c.index = i;
+      c.method = "POST";
+      c.target = "/api/pause";
+      calls.push_back(std::move(c));
     }
-    return &(*w)[static_cast<size_t>(index)];
   }
-
-  static int64_t Pid(const Json& sup, int index) {
-    const Json* w = WorkerEntry(sup, index);
-    const Json* pid = w != nullptr ? json::Find(*w, "pid") : nullptr;
-    return pid != nullptr && pid->is_number() ? pid->get<int64_t>() : 0;
-  }
-
-  static bool Up(const Json& sup, int index) {
-    const Json* w = WorkerEntry(sup, index);
-    if (w == nullptr) return false;
-    const Json* up = json::Find(*w, "up");
-    return up == nullptr || (up->is_boolean() && up->get<bool>());
-  }
-
-  Json SupervisorJson() const {
-    Json j = view.supervisor_status ? view.supervisor_status() : Json();
-    if (!j.is_object()) j = Json::object();
-    const Json* w = json::Find(j, "workers");
-    if (w == nullptr || !w->is_array()) {
-      // No view: every local worker, assumed up.
-      Json workers = Json::array();
-      for (int i = 0; i < options.workers; ++i) {
-        workers.push_back({{"id", Global(i)}, {"up", true}});
+  if (calls.empty()) return;
+  keeping_paused = true;
+  Ask(std::move(calls), [this, sup](Calls done) {
+    keeping_paused = false;
+    if (!paused) return;  // resumed meanwhile
+    // One not ready yet is tried again at the next tick.
+    for (const Call& c : done) {
+      if (c.reply.ok && c.reply.status == 200) {
+        paused_pids[static_cast<size_t>(c.index)] = Pid(sup, c.index);
       }
-      j["workers"] = std::move(workers);
     }
-    return j;
-  }
+  });
+}
 
-  Call MakeCall(int index, const http::Request& req) const {
-    Call c;
-    c.index = index;
-    c.method = req.method == "HEAD" ? "GET" : req.method;
-    c.target = req.target;
-    c.body = req.body;
-    return c;
+void SupervisorAdmin::Impl::ToFirst(Call proto, int from, std::string errors,
+                                    const http::Responder& r) {
+  const Json sup = SupervisorJson();
+  int i = from;
+  for (; i < options.workers && !Up(sup, i); ++i) {
+    errors += (errors.empty() ? "" : "; ") + WorkerName(i) + " is not running";
   }
-
-  // Starts every call in parallel and runs done with all of them answered
-  // (or failed), on the loop; done runs inline when no call could start.
-  void Ask(Calls calls, CallsDone done) {
-    struct Gather {
-      Calls calls;
-      size_t left = 0;
-      CallsDone done;
-    };
-    auto g = std::make_shared<Gather>();
-    g->calls = std::move(calls);
-    g->done = std::move(done);
-    g->left = g->calls.size();
-    std::vector<size_t> to_start;
-    for (size_t i = 0; i < g->calls.size(); ++i) {
-      Call& c = g->calls[i];
-      const std::string path = options.data_dir + "/run/admin-" +
-                               std::to_string(Global(c.index)) + ".url";
-      // A few bytes from a local file: the one synchronous step.
-      std::ifstream in(path);
-      std::string line;
-      const int port = in && std::getline(in, line) ? PortOf(line) : -1;
-      if (port < 0) {
-        c.reply.error = WorkerName(c.index) + ": no admin URL in " + path +
-                        " (not started yet?)";
-        c.reply.connect_failed = true;
-        --g->left;
-        continue;
-      }
-      // The worker always listens on 127.0.0.1 under a supervisor, whatever
-      // host its URL file names.
-      c.url = "http://127.0.0.1:" + std::to_string(port) + c.target;
-      to_start.push_back(i);
-    }
-    if (g->left == 0) {
-      g->done(std::move(g->calls));
+  if (i >= options.workers) {
+    r.SendError(503, "no worker could be reached: " + errors);
+    return;
+  }
+  Call c = proto;
+  c.index = i;
+  Ask({std::move(c)}, [this, proto, i, errors, r](Calls done) {
+    const Call& c = done[0];
+    if (c.reply.ok || !c.reply.connect_failed) {
+      r.Send(Forward(c));
       return;
     }
-    for (size_t i : to_start) {
-      const Call& c = g->calls[i];
-      client->Start({c.method, c.url, c.body, options.admin.token},
-                    [this, g, i](http::Client::Reply reply) {
-                      Call& c = g->calls[i];
-                      c.reply = std::move(reply);
-                      if (!c.reply.ok) {
-                        c.reply.error = WorkerName(c.index) + " (" + c.url +
-                                        "): " + c.reply.error;
-                      }
-                      if (--g->left == 0) g->done(std::move(g->calls));
-                    });
-    }
-  }
+    ToFirst(proto, i + 1, errors + (errors.empty() ? "" : "; ") + c.reply.error,
+            r);
+  });
+}
 
-  // The same request to every running local worker; the names of those not
-  // running are added to *not_running.
-  Calls ToAll(const http::Request& req, const Json& sup,
-              std::string* not_running) const {
-    Calls calls;
+void SupervisorAdmin::Impl::Status(const http::Request& req,
+                                   const http::Responder& r) {
+  const Json sup = SupervisorJson();
+  http::Request get = req;
+  get.method = "GET";
+  get.target = "/api/status";
+  Ask(ToAll(get, sup, nullptr), [this, sup, r](Calls calls) {
+    std::vector<WorkerStatus> statuses(static_cast<size_t>(options.workers));
     for (int i = 0; i < options.workers; ++i) {
-      if (Up(sup, i)) {
-        calls.push_back(MakeCall(i, req));
-      } else if (not_running != nullptr) {
-        *not_running += (not_running->empty() ? "" : "; ") + WorkerName(i) +
-                        " is not running";
+      statuses[static_cast<size_t>(i)].error =
+          WorkerName(i) + " is not running";
+    }
+    for (const Call& c : calls) {
+      WorkerStatus& ws = statuses[static_cast<size_t>(c.index)];
+      if (!c.reply.ok) {
+        ws.error = c.reply.error;
+      } else if (c.reply.status != 200) {
+        ws.error = WorkerName(c.index) + " answered " +
+                   std::to_string(c.reply.status) + ": " +
+                   c.reply.body.substr(0, 200);
+      } else if (auto j = json::Parse(c.reply.body, kWorkerJson);
+                 j.ok() && j->is_object()) {
+        ws.status = std::move(j).value();
+        ws.error.clear();
+      } else {
+        ws.error = WorkerName(c.index) + ": status is not a JSON object";
       }
     }
-    return calls;
-  }
+    Json merged = MergeStatus(sup, statuses);
+    merged["disk"] = disk->Get(static_cast<int64_t>(uv_now(loop)) * 1000);
+    r.SendJson(200, merged);
+  });
+}
 
-  void KeepPaused() {
-    // During a pause or resume the pids are not known yet.
-    if (!paused || keeping_paused || broadcasts > 0) return;
-    const Json sup = SupervisorJson();
-    Calls calls;
-    for (int i = 0; i < options.workers; ++i) {
-      if (Up(sup, i) && Pid(sup, i) != paused_pids[static_cast<size_t>(i)]) {
-        Call c;
-        c.index = i;
-        c.method = "POST";
-        c.target = "/api/pause";
-        calls.push_back(std::move(c));
-      }
+void SupervisorAdmin::Impl::Metrics(const http::Request& req,
+                                    const http::Responder& r, bool as_json) {
+  const Json sup = SupervisorJson();
+  http::Request get = req;
+  get.method = "GET";
+  get.target = "/api/metrics";
+  Ask(ToAll(get, sup, nullptr), [this, sup, r, as_json](Calls calls) {
+    metrics::Registry::Options ro;
+    // Each worker keeps its own registry under the default cap.
+    ro.max_series = metrics::Registry::Options().max_series *
+                    static_cast<size_t>(options.workers + 1);
+    metrics::Registry reg(ro);
+    std::vector<bool> scraped(static_cast<size_t>(options.workers), false);
+    for (const Call& c : calls) {
+      if (!c.reply.ok || c.reply.status != 200) continue;
+      auto snap = json::Parse(c.reply.body, kWorkerJson);
+      if (!snap.ok()) continue;
+      reg.Import(*snap, {{"worker", std::to_string(Global(c.index))}});
+      scraped[static_cast<size_t>(c.index)] = true;
     }
-    if (calls.empty()) return;
-    keeping_paused = true;
-    Ask(std::move(calls), [this, sup](Calls done) {
-      keeping_paused = false;
-      if (!paused) return;  // resumed meanwhile
-      // One not ready yet is tried again at the next tick.
-      for (const Call& c : done) {
-        if (c.reply.ok && c.reply.status == 200) {
-          paused_pids[static_cast<size_t>(c.index)] = Pid(sup, c.index);
+    AddOwnSeries(sup, scraped, &reg);
+    if (as_json) {
+      r.SendJson(200, reg.Snapshot());
+    } else {
+      r.Send(http::Response::MakeText(
+          200, reg.Render(), std::string(metrics::Registry::kContentType)));
+    }
+  });
+}
+
+void SupervisorAdmin::Impl::AddOwnSeries(const Json& sup,
+                                         const std::vector<bool>& scraped,
+                                         metrics::Registry* reg) const {
+  int up = 0;
+  for (int i = 0; i < options.workers; ++i) {
+    const std::string id = std::to_string(Global(i));
+    const bool is_up = Up(sup, i);
+    up += is_up;
+    const Json* w = WorkerEntry(sup, i);
+    const Json* restarts = w != nullptr ? json::Find(*w, "restarts") : nullptr;
+    if (auto g =
+            reg->GetGauge("crawld_worker_up",
+                          "1 while the worker process runs.", {{"worker", id}});
+        g.ok()) {
+      (*g)->Set(is_up ? 1 : 0);
+    }
+    if (auto g =
+            reg->GetGauge("crawld_worker_scrape_ok",
+                          "1 when the worker's own metrics are in this scrape.",
+                          {{"worker", id}});
+        g.ok()) {
+      (*g)->Set(scraped[static_cast<size_t>(i)] ? 1 : 0);
+    }
+    if (auto c = reg->GetCounter("crawld_worker_restarts_total",
+                                 "Restarts of the worker after a crash.",
+                                 {{"worker", id}});
+        c.ok() && restarts != nullptr && restarts->is_number()) {
+      (*c)->Increment(restarts->get<double>());
+    }
+  }
+  if (auto g = reg->GetGauge("crawld_workers_up", "Worker processes running.");
+      g.ok()) {
+    (*g)->Set(up);
+  }
+  if (auto g = reg->GetGauge("crawld_workers", "Worker processes configured.");
+      g.ok()) {
+    (*g)->Set(options.workers);
+  }
+}
+
+void SupervisorAdmin::Impl::Broadcast(const http::Request& req,
+                                      const http::Responder& r,
+                                      const char* state_ok) {
+  const Json sup = SupervisorJson();
+  std::string errors;
+  Calls calls = ToAll(req, sup, &errors);
+  paused = req.path == "/api/pause";
+  paused_pids.assign(static_cast<size_t>(options.workers), -1);
+  const bool none = calls.empty();
+  ++broadcasts;
+  Ask(std::move(calls),
+      [this, sup, r, state_ok, errors, none](Calls done) mutable {
+        --broadcasts;
+        Json workers = Json::array();
+        for (const Call& c : done) {
+          Json e = {{"id", Global(c.index)}};
+          if (c.reply.ok && c.reply.status == 200) {
+            paused_pids[static_cast<size_t>(c.index)] = Pid(sup, c.index);
+            auto j = json::Parse(c.reply.body, kWorkerJson);
+            const Json* st = j.ok() ? json::Find(*j, "state") : nullptr;
+            e["state"] = st != nullptr ? *st : Json();
+          } else {
+            const std::string why = c.reply.ok
+                                        ? WorkerName(c.index) + " answered " +
+                                              std::to_string(c.reply.status)
+                                        : c.reply.error;
+            errors += (errors.empty() ? "" : "; ") + why;
+            e["error"] = why;
+          }
+          workers.push_back(std::move(e));
         }
-      }
-    });
-  }
+        if (!errors.empty()) {
+          r.SendError(none ? 503 : 502, errors);
+          return;
+        }
+        r.SendJson(200, {{"state", state_ok}, {"workers", std::move(workers)}});
+      });
+}
 
-  // Asks the first local worker that can be reached, in id order from
-  // `from`: worker 0 unless it is down.
-  void ToFirst(Call proto, int from, std::string errors,
-               const http::Responder& r) {
-    const Json sup = SupervisorJson();
-    int i = from;
-    for (; i < options.workers && !Up(sup, i); ++i) {
-      errors +=
-          (errors.empty() ? "" : "; ") + WorkerName(i) + " is not running";
-    }
-    if (i >= options.workers) {
-      r.SendError(503, "no worker could be reached: " + errors);
-      return;
-    }
-    Call c = proto;
-    c.index = i;
-    Ask({std::move(c)}, [this, proto, i, errors, r](Calls done) {
-      const Call& c = done[0];
-      if (c.reply.ok || !c.reply.connect_failed) {
+void SupervisorAdmin::Impl::RulesReload(const http::Request& req,
+                                        const http::Responder& r) {
+  // A worker that is not running loads the rule files when it starts.
+  Calls calls = ToAll(req, SupervisorJson(), nullptr);
+  if (calls.empty()) {
+    r.SendError(503, "no worker is running");
+    return;
+  }
+  Ask(std::move(calls), [r](Calls done) {
+    for (const Call& c : done) {
+      if (!c.reply.ok || c.reply.status < 200 || c.reply.status > 299) {
         r.Send(Forward(c));
         return;
       }
-      ToFirst(proto, i + 1,
-              errors + (errors.empty() ? "" : "; ") + c.reply.error, r);
-    });
-  }
+    }
+    r.Send(Forward(done.front()));
+  });
+}
 
-  void Status(const http::Request& req, const http::Responder& r) {
-    const Json sup = SupervisorJson();
-    http::Request get = req;
-    get.method = "GET";
-    get.target = "/api/status";
-    Ask(ToAll(get, sup, nullptr), [this, sup, r](Calls calls) {
-      std::vector<WorkerStatus> statuses(static_cast<size_t>(options.workers));
-      for (int i = 0; i < options.workers; ++i) {
-        statuses[static_cast<size_t>(i)].error =
-            WorkerName(i) + " is not running";
-      }
-      for (const Call& c : calls) {
-        WorkerStatus& ws = statuses[static_cast<size_t>(c.index)];
-        if (!c.reply.ok) {
-          ws.error = c.reply.error;
-        } else if (c.reply.status != 200) {
-          ws.error = WorkerName(c.index) + " answered " +
-                     std::to_string(c.reply.status) + ": " +
-                     c.reply.body.substr(0, 200);
-        } else if (auto j = json::Parse(c.reply.body, kWorkerJson);
-                   j.ok() && j->is_object()) {
-          ws.status = std::move(j).value();
-          ws.error.clear();
-        } else {
-          ws.error = WorkerName(c.index) + ": status is not a JSON object";
-        }
-      }
-      Json merged = MergeStatus(sup, statuses);
-      merged["disk"] = disk->Get(static_cast<int64_t>(uv_now(loop)) * 1000);
-      r.SendJson(200, merged);
-    });
-  }
-
-  // GET /metrics (text) and GET /api/metrics (JSON): one registry made for
-  // this scrape, holding the supervisor's own series and every worker's
-  // snapshot under a worker label.
-  void Metrics(const http::Request& req, const http::Responder& r,
-               bool as_json) {
-    const Json sup = SupervisorJson();
-    http::Request get = req;
-    get.method = "GET";
-    get.target = "/api/metrics";
-    Ask(ToAll(get, sup, nullptr), [this, sup, r, as_json](Calls calls) {
-      metrics::Registry::Options ro;
-      // Each worker keeps its own registry under the default cap.
-      ro.max_series = metrics::Registry::Options().max_series *
-                      static_cast<size_t>(options.workers + 1);
-      metrics::Registry reg(ro);
-      std::vector<bool> scraped(static_cast<size_t>(options.workers), false);
-      for (const Call& c : calls) {
-        if (!c.reply.ok || c.reply.status != 200) continue;
-        auto snap = json::Parse(c.reply.body, kWorkerJson);
-        if (!snap.ok()) continue;
-        reg.Import(*snap, {{"worker", std::to_string(Global(c.index))}});
-        scraped[static_cast<size_t>(c.index)] = true;
-      }
-      AddOwnSeries(sup, scraped, &reg);
-      if (as_json) {
-        r.SendJson(200, reg.Snapshot());
-      } else {
-        r.Send(http::Response::MakeText(
-            200, reg.Render(), std::string(metrics::Registry::kContentType)));
-      }
-    });
-  }
-
-  // The supervisor's own series: worker lifecycle.
-  void AddOwnSeries(const Json& sup, const std::vector<bool>& scraped,
-                    metrics::Registry* reg) const {
-    int up = 0;
-    for (int i = 0; i < options.workers; ++i) {
-      const std::string id = std::to_string(Global(i));
-      const bool is_up = Up(sup, i);
-      up += is_up;
-      const Json* w = WorkerEntry(sup, i);
-      const Json* restarts =
-          w != nullptr ? json::Find(*w, "restarts") : nullptr;
-      if (auto g = reg->GetGauge("crawld_worker_up",
-                                 "1 while the worker process runs.",
-                                 {{"worker", id}});
-          g.ok()) {
-        (*g)->Set(is_up ? 1 : 0);
-      }
-      if (auto g = reg->GetGauge(
-              "crawld_worker_scrape_ok",
-              "1 when the worker's own metrics are in this scrape.",
-              {{"worker", id}});
-          g.ok()) {
-        (*g)->Set(scraped[static_cast<size_t>(i)] ? 1 : 0);
-      }
-      if (auto c = reg->GetCounter("crawld_worker_restarts_total",
-                                   "Restarts of the worker after a crash.",
-                                   {{"worker", id}});
-          c.ok() && restarts != nullptr && restarts->is_number()) {
-        (*c)->Increment(restarts->get<double>());
-      }
-    }
-    if (auto g =
-            reg->GetGauge("crawld_workers_up", "Worker processes running.");
-        g.ok()) {
-      (*g)->Set(up);
-    }
-    if (auto g =
-            reg->GetGauge("crawld_workers", "Worker processes configured.");
-        g.ok()) {
-      (*g)->Set(options.workers);
-    }
-  }
-
-  // pause and resume: every worker; one error makes the whole call fail
-  // (the others did act).
-  void Broadcast(const http::Request& req, const http::Responder& r,
-                 const char* state_ok) {
-    const Json sup = SupervisorJson();
-    std::string errors;
-    Calls calls = ToAll(req, sup, &errors);
-    paused = req.path == "/api/pause";
-    paused_pids.assign(static_cast<size_t>(options.workers), -1);
-    const bool none = calls.empty();
-    ++broadcasts;
-    Ask(std::move(calls), [this, sup, r, state_ok, errors,
-                           none](Calls done) mutable {
-      --broadcasts;
-      Json workers = Json::array();
-      for (const Call& c : done) {
-        Json e = {{"id", Global(c.index)}};
-        if (c.reply.ok && c.reply.status == 200) {
-          paused_pids[static_cast<size_t>(c.index)] = Pid(sup, c.index);
-          auto j = json::Parse(c.reply.body, kWorkerJson);
-          const Json* st = j.ok() ? json::Find(*j, "state") : nullptr;
-          e["state"] = st != nullptr ? *st : Json();
-        } else {
-          const std::string why = c.reply.ok
-                                      ? WorkerName(c.index) + " answered " +
-                                            std::to_string(c.reply.status)
-                                      : c.reply.error;
-          errors += (errors.empty() ? "" : "; ") + why;
-          e["error"] = why;
-        }
-        workers.push_back(std::move(e));
-      }
-      if (!errors.empty()) {
-        r.SendError(none ? 503 : 502, errors);
-        return;
-      }
-      r.SendJson(200, {{"state", state_ok}, {"workers", std::move(workers)}});
-    });
-  }
-
-  void RulesReload(const http::Request& req, const http::Responder& r) {
-    // A worker that is not running loads the rule files when it starts.
-    Calls calls = ToAll(req, SupervisorJson(), nullptr);
-    if (calls.empty()) {
-      r.SendError(503, "no worker is running");
-      return;
-    }
-    Ask(std::move(calls), [r](Calls done) {
-      for (const Call& c : done) {
-        if (!c.reply.ok || c.reply.status < 200 || c.reply.status > 299) {
-          r.Send(Forward(c));
-          return;
-        }
-      }
-      r.Send(Forward(done.front()));
-    });
-  }
-
-  void Host(const http::Request& req, const http::Responder& r) {
-    const std::string& name = *req.Param("host");
-    std::string host;
-    auto u = url::Parse(
-        name.find("://") != std::string::npos ? name : "http://" + name + "/");
-    if (u.ok()) host = std::string(u->host());
-    int index = 0;  // unparsable: worker 0 gives the worker's own answer
-    if (!host.empty()) {
-      const int owner =
-          cluster::Ring(options.total_workers, options.ring).Owner(host);
-      index = owner - options.first_worker;
-      if (index < 0 || index >= options.workers) {
-        r.SendError(502, "host " + host + " is owned by worker " +
-                             std::to_string(owner) + " on another node");
-        return;
-      }
-    }
-    if (!Up(SupervisorJson(), index)) {
-      r.SendError(
-          503, WorkerName(index) + ", owner of " + host + ", is not running");
-      return;
-    }
-    Ask({MakeCall(index, req)}, [r](Calls done) { r.Send(Forward(done[0])); });
-  }
-
-  // GET /api/hosts: the same query to every running worker, their rows
-  // merged in the query's order and cut to its limit. A worker that does
-  // not answer is named in "errors"; the others' rows still come.
-  void ListHosts(const http::Request& req, const http::Responder& r) {
-    Result<HostQuery> query = ParseHostQuery(req.query);
-    if (!query.ok()) {
-      r.SendError(400, query.status().message());
-      return;
-    }
-    std::string errors;
-    Calls calls = ToAll(req, SupervisorJson(), &errors);
-    if (calls.empty()) {
-      r.SendError(503, "no worker is running");
-      return;
-    }
-    const HostQuery q = *query;
-    Ask(std::move(calls), [this, q, r, errors](Calls done) mutable {
-      std::vector<Json> rows;
-      uint64_t matched = 0;
-      for (const Call& c : done) {
-        auto j = c.reply.ok && c.reply.status == 200
-                     ? json::Parse(c.reply.body, kWorkerJson)
-                     : Result<Json>(Status::Internal("no answer"));
-        const Json* hosts = j.ok() ? json::Find(*j, "hosts") : nullptr;
-        if (hosts == nullptr || !hosts->is_array()) {
-          errors += (errors.empty() ? "" : "; ") +
-                    (c.reply.ok ? WorkerName(c.index) + " answered " +
-                                      std::to_string(c.reply.status)
-                                : c.reply.error);
-          continue;
-        }
-        for (const Json& row : *hosts) {
-          if (row.is_object()) rows.push_back(row);
-        }
-        const Json* m = json::Find(*j, "matched");
-        if (m != nullptr && m->is_number_unsigned()) {
-          matched += m->get<uint64_t>();
-        }
-      }
-      SortHostRows(q, &rows);
-      Json out = Json::object();
-      out["hosts"] = Json(std::move(rows));
-      out["matched"] = matched;
-      if (!errors.empty()) out["errors"] = errors;
-      r.SendJson(200, out);
-    });
-  }
-
-  // GET /api/docs/record: read here, like the feed, from the node's WARCs.
-  void Record(const http::Request& req, const http::Responder& r) {
-    Result<RecordQuery> query = ParseRecordQuery(req.query);
-    if (!query.ok()) {
-      r.SendError(400, query.status().message());
-      return;
-    }
-    Result<Json> rec = ReadRecordJson(options.data_dir + "/warc", *query);
-    if (!rec.ok()) {
-      r.SendError(rec.status().code() == Status::Code::kNotFound ? 404 : 400,
-                  rec.status().message());
-      return;
-    }
-    r.SendJson(200, *rec);
-  }
-
-  void Stop(const http::Responder& r) {
-    r.SendJson(200, {{"state", "stopping"}});
-    if (!view.stop) return;
-    // Deferred to its own loop turn: the stop may end the supervisor's
-    // loop, which destroys this server, which must not happen inside its
-    // own handler.
-    struct Deferred {
-      uv_timer_t timer;
-      std::function<void(const std::string&)> stop;
-    };
-    auto* d = new Deferred;
-    d->stop = view.stop;
-    uv_timer_init(loop, &d->timer);
-    d->timer.data = d;
-    uv_timer_start(
-        &d->timer,
-        [](uv_timer_t* t) {
-          auto* self = static_cast<Deferred*>(t->data);
-          auto stop = std::move(self->stop);
-          uv_close(reinterpret_cast<uv_handle_t*>(t), [](uv_handle_t* h) {
-            delete static_cast<Deferred*>(h->data);
-          });
-          stop("api stop");
-        },
-        0, 0);
-  }
-
-  // GET /api/docs?since=ID&limit=N (docs/API.md): the node's feed, read
-  // from <data>/index/feed on the loop (a page is at most 1000 lines of a
-  // local file, found by binary search: well under a millisecond of I/O
-  // from the page cache).
-  // Start's parts: the routes, and run/admin.url for crawlctl.
-  void AddRoutes();
-  crawld::Status PublishUrl();
-
-  void Docs(const http::Request& q, http::Responder r) {
-    const std::string* since = q.QueryValue("since");
-    const std::string* limit_s = q.QueryValue("limit");
-    size_t limit = 100;
-    if (limit_s != nullptr) {
-      char* end = nullptr;
-      unsigned long v = strtoul(limit_s->c_str(), &end, 10);
-      if (limit_s->empty() || *end != '\0' || v == 0 || v > 1000) {
-        r.SendError(400, "limit must be 1 .. 1000");
-        return;
-      }
-      limit = v;
-    }
-    const std::string cursor = since == nullptr ? "" : *since;
-    if (feed == nullptr) {
-      auto reader = store::FeedReader::Open(options.data_dir + "/index/feed");
-      if (!reader.ok()) {
-        // No worker has written a feed yet: nothing, and a watermark that
-        // promises nothing beyond the cursor.
-        auto c = store::ParseFeedCursor(cursor);
-        if (!c.ok()) {
-          r.SendError(400, c.status().message());
-          return;
-        }
-        r.SendJson(200, {{"entries", Json::array()},
-                         {"next", cursor},
-                         {"watermark", std::to_string(*c)}});
-        return;
-      }
-      feed = std::move(reader).value();
-    }
-    auto page = feed->Read(cursor, limit);
-    if (!page.ok()) {
-      const bool bad = page.status().code() == Status::Code::kInvalidArgument;
-      r.SendError(bad ? 400 : 500, page.status().message());
-      return;
-    }
-    r.SendJson(200, FeedPageJson(*page));
-  }
-
-  // Worker answers are JSON from our own processes, but read with limits
-  // all the same; a big rule set makes /api/metrics the largest.
-  static constexpr json::Limits kWorkerJson{64u << 20, 64};
-};
+void SupervisorAdmin::Impl::Stop(const http::Responder& r) {
+  r.SendJson(200, {{"state", "stopping"}});
+  if (!view.stop) return;
+  // Deferred to its own loop turn: the stop may end the supervisor's
+  // loop, which destroys this server, which must not happen inside its
+  // own handler.
+  struct Deferred {
+    uv_timer_t timer;
+    std::function<void(const std::string&)> stop;
+  };
+  auto* d = new Deferred;
+  d->stop = view.stop;
+  uv_timer_init(loop, &d->timer);
+  d->timer.data = d;
+  uv_timer_start(
+      &d->timer,
+      [](uv_timer_t* t) {
+        auto* self = static_cast<Deferred*>(t->data);
+        auto stop = std::move(self->stop);
+        uv_close(reinterpret_cast<uv_handle_t*>(t), [](uv_handle_t* h) {
+          delete static_cast<Deferred*>(h->data);
+        });
+        stop("api stop");
+      },
+      0, 0);
+}
 
 void SupervisorAdmin::Impl::AddRoutes() {
   using http::Request;

@@ -31,11 +31,6 @@ int CurrentYear() {
   return tm.tm_year + 1900;
 }
 
-std::string HostOf(std::string_view url) {
-  auto u = url::Parse(url);
-  return u.ok() ? std::string(u->host()) : std::string();
-}
-
 }  // namespace
 
 bool WorkerSeen::InsertIfNew(std::string_view host_key, uint64_t fp) {
@@ -256,7 +251,7 @@ void Worker::Impl::EnqueueSeeds() {
   // worker takes the seeds of its own hosts.
   for (const std::string& seed : options_.seeds) {
     if (peers_ != nullptr &&
-        peers_->Owner(HostOf(seed)) != options_.worker_id) {
+        peers_->Owner(url::HostOf(seed)) != options_.worker_id) {
       continue;
     }
     Candidate c;

@@ -102,24 +102,24 @@ Options Sanitize(Options o) {
   return o;
 }
 
-double ChangeFreqSeconds(ChangeFreq freq, double min_s, double max_s) {
+double ChangeFreqSeconds(sitemap::ChangeFreq freq, double min_s, double max_s) {
   constexpr double kDay = 86400;
   switch (freq) {
-    case ChangeFreq::kNone:
+    case sitemap::ChangeFreq::kUnset:
       return 0;
-    case ChangeFreq::kAlways:
+    case sitemap::ChangeFreq::kAlways:
       return min_s;
-    case ChangeFreq::kHourly:
+    case sitemap::ChangeFreq::kHourly:
       return 3600;
-    case ChangeFreq::kDaily:
+    case sitemap::ChangeFreq::kDaily:
       return kDay;
-    case ChangeFreq::kWeekly:
+    case sitemap::ChangeFreq::kWeekly:
       return 7 * kDay;
-    case ChangeFreq::kMonthly:
+    case sitemap::ChangeFreq::kMonthly:
       return 30 * kDay;
-    case ChangeFreq::kYearly:
+    case sitemap::ChangeFreq::kYearly:
       return 365 * kDay;
-    case ChangeFreq::kNever:
+    case sitemap::ChangeFreq::kNever:
       return max_s;
   }
   return 0;

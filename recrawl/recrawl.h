@@ -39,6 +39,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "sitemap/sitemap.h"
 
 namespace crawld::checkpoint {
 class Store;
@@ -103,18 +104,15 @@ struct Capture {
   std::string sitemap_of;
 };
 
-// sitemaps.org <changefreq> values, numbered as sitemap::ChangeFreq
-// (the daemon checks that they agree); 0: none given.
-enum class ChangeFreq : uint8_t {
-  kNone = 0,
-  kAlways,
-  kHourly,
-  kDaily,
-  kWeekly,
-  kMonthly,
-  kYearly,
-  kNever,
-};
+// The longest validator (Capture::etag, Capture::last_modified) a worker
+// sends back or hands over, in bytes. Real ones are tens of bytes, but each
+// is the server's own text, as long as its response headers may be. A
+// longer one is never sent in a conditional request (our request would be
+// as large as the server likes), and is dropped from a capture handed to
+// another worker: it would never be sent from there either, and the
+// exchange's message holds the validators and the rest of a capture in
+// 64 KiB (cluster::MaxCaptureBytes), past which the hand-off is refused.
+inline constexpr size_t kMaxValidatorBytes = 1024;
 
 // What steers one URL's interval besides the adaptation.
 struct Steer {
@@ -123,14 +121,14 @@ struct Steer {
   bool has_rule = false;
   double rule_min_s = 0;
   double rule_max_s = 0;
-  // The sitemap's hint for the first interval.
-  ChangeFreq changefreq = ChangeFreq::kNone;
+  // The sitemap's hint for the first interval (its <changefreq>).
+  sitemap::ChangeFreq changefreq = sitemap::ChangeFreq::kUnset;
 };
 
 // The first interval a changefreq asks for (simulated seconds) within the
 // bounds [min_s, max_s]: always the minimum, never the maximum, hourly
-// 1 h, daily 1 d, weekly 7 d, monthly 30 d, yearly 365 d; 0 for kNone.
-[[nodiscard]] double ChangeFreqSeconds(ChangeFreq freq, double min_s,
+// 1 h, daily 1 d, weekly 7 d, monthly 30 d, yearly 365 d; 0 for kUnset.
+[[nodiscard]] double ChangeFreqSeconds(sitemap::ChangeFreq freq, double min_s,
                                        double max_s);
 
 // The interval after a visit, in real microseconds: `current_us` (0: the

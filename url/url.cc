@@ -1436,6 +1436,11 @@ Result<Url> Canonicalizer::Canonicalize(const Url& url) const {
   return result;
 }
 
+std::string HostOf(std::string_view url) {
+  Result<Url> u = Parse(url);
+  return u.ok() ? std::string(u->host()) : std::string();
+}
+
 uint64_t Fingerprint(std::string_view canonical_href) {
   return XXH3_64bits(canonical_href.data(), canonical_href.size());
 }

@@ -152,6 +152,14 @@ class Url {
 [[nodiscard]] Status ParseInto(std::string_view input, const Url* base,
                                Url* out);
 
+// The serialized host of `url` (see Url::host()): lowercase ASCII, punycode
+// for IDN, IPv4 dotted decimal, IPv6 in [brackets]. Empty when `url` does
+// not parse as an absolute URL or has no host. Takes a URL or an origin key
+// ("https://example.com:443") alike. The worker's routing (the ring's owner
+// of a URL), its host records and its recrawl hand-offs all key hosts by
+// this one string. Allocates the result.
+std::string HostOf(std::string_view url);
+
 // Canonicalization knobs. Every rule runs after WHATWG parsing (which already
 // lowercases the scheme and host, converts IDN to punycode, removes the
 // default port and dot segments).

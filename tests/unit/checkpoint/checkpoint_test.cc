@@ -17,29 +17,14 @@
 #include <thread>
 #include <vector>
 
+#include "tests/unit/testing/temp_dir.h"
+
 namespace crawld::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory, removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "crawld-ckpt-XXXXXX");
-    char* made = mkdtemp(tmpl.data());
-    EXPECT_NE(made, nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 std::unique_ptr<Store> MustOpen(const std::string& dir, Options o = {}) {
   auto r = Store::Open(dir, o);

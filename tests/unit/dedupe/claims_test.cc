@@ -22,29 +22,14 @@
 
 #include "dedupe/dedupe.h"
 #include "tests/unit/cluster/redis_server.h"
+#include "tests/unit/testing/temp_dir.h"
 
 namespace crawld::dedupe {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "claims_test.XXXXXX");
-    char* p = ::mkdtemp(tmpl.data());
-    EXPECT_NE(p, nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 Options TableOptions(const std::string& dir, uint64_t max_documents = 10'000) {
   Options o;

@@ -26,30 +26,14 @@
 
 #include "dedupe/dedupe.h"
 #include "dedupe/pair_table.h"
+#include "tests/unit/testing/temp_dir.h"
 
 namespace crawld::dedupe {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory per test, removed at the end.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dedupe_test.XXXXXX");
-    char* p = ::mkdtemp(tmpl.data());
-    EXPECT_NE(p, nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 Options SmallOptions(const std::string& dir) {
   Options o;

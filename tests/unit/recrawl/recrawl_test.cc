@@ -13,28 +13,15 @@
 #include <utility>
 #include <vector>
 
+#include "tests/unit/testing/temp_dir.h"
+
 namespace crawld::recrawl {
 namespace {
 
 namespace fs = std::filesystem;
+using sitemap::ChangeFreq;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "crawld-recrawl-XXXXXX");
-    char* made = mkdtemp(tmpl.data());
-    EXPECT_NE(made, nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 Options Hourly() {
   Options o;
@@ -75,7 +62,7 @@ TEST(RecrawlInterval, TimeScaleCompressesEveryInterval) {
   EXPECT_EQ(NextIntervalUs(o, 2 * kUsPerS, true), 1 * kUsPerS);  // min
 }
 
-Steer Rule(double min_s, double max_s, ChangeFreq freq = ChangeFreq::kNone) {
+Steer Rule(double min_s, double max_s, ChangeFreq freq = ChangeFreq::kUnset) {
   Steer s;
   s.has_rule = true;
   s.rule_min_s = min_s;
@@ -108,7 +95,7 @@ TEST(RecrawlSteer, ChangefreqGivesTheFirstIntervalWithinTheBounds) {
   EXPECT_EQ(NextIntervalUs(o, 0, false, Hint(ChangeFreq::kNever)),
             7 * 86400 * kUsPerS);
   // No hint: the initial interval.
-  EXPECT_EQ(NextIntervalUs(o, 0, false, Hint(ChangeFreq::kNone)),
+  EXPECT_EQ(NextIntervalUs(o, 0, false, Hint(ChangeFreq::kUnset)),
             86400 * kUsPerS);
   // Only the first interval: later ones adapt from the current one.
   EXPECT_EQ(NextIntervalUs(o, 7200 * kUsPerS, false, Hint(ChangeFreq::kYearly)),
@@ -116,7 +103,7 @@ TEST(RecrawlSteer, ChangefreqGivesTheFirstIntervalWithinTheBounds) {
 }
 
 TEST(RecrawlSteer, ChangeFreqSecondsFollowsTheProtocolNames) {
-  EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kNone, 10, 20), 0);
+  EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kUnset, 10, 20), 0);
   EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kAlways, 10, 20), 10);
   EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kHourly, 10, 20), 3600);
   EXPECT_EQ(ChangeFreqSeconds(ChangeFreq::kDaily, 10, 20), 86400);

@@ -485,5 +485,28 @@ TEST(ParseInto, Issue16_SameResultsAsParseIntoOneReusedUrl) {
   EXPECT_FALSE(reused.has_explicit_port());
 }
 
+// crawld's own: the host a worker keys routing, host records and recrawl
+// hand-offs by, from a URL or an origin key.
+TEST(HostOf, SerializedHostOfAUrlOrAnOriginKey) {
+  EXPECT_EQ(HostOf("https://Example.COM:8443/a?b#c"), "example.com");
+  EXPECT_EQ(HostOf("https://example.com:443"), "example.com");
+  EXPECT_EQ(HostOf("http://user:pw@h.example/"), "h.example");
+  EXPECT_EQ(HostOf("http://Bücher.example/"), "xn--bcher-kva.example");
+  EXPECT_EQ(HostOf("http://0x7f.1/"), "127.0.0.1");
+  EXPECT_EQ(HostOf("http://[::1]:8080/"), "[::1]");
+  // The host as Parse() gives it, so equal to what a Url says.
+  Result<Url> u = Parse("https://www.example.org./x");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(HostOf(u->href()), u->host());
+}
+
+TEST(HostOf, EmptyWhenNoHostOrNoUrl) {
+  EXPECT_EQ(HostOf("mailto:a@example.com"), "");
+  EXPECT_EQ(HostOf("file:///etc/passwd"), "");
+  EXPECT_EQ(HostOf("/relative/path"), "");
+  EXPECT_EQ(HostOf("http://exa mple.com/"), "");
+  EXPECT_EQ(HostOf(""), "");
+}
+
 }  // namespace
 }  // namespace crawld::url
