@@ -2,7 +2,6 @@
 // (console_api.h) on the supervisor's admin API (supervisor_admin.h): a
 // host's page from its owner, the host table merged from every worker's,
 // the node's document feed and a record read back from the node's WARCs.
-#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -104,16 +103,10 @@ void SupervisorAdmin::Impl::Record(const http::Request& req,
 
 void SupervisorAdmin::Impl::Docs(const http::Request& q, http::Responder r) {
   const std::string* since = q.QueryValue("since");
-  const std::string* limit_s = q.QueryValue("limit");
-  size_t limit = 100;
-  if (limit_s != nullptr) {
-    char* end = nullptr;
-    unsigned long v = strtoul(limit_s->c_str(), &end, 10);
-    if (limit_s->empty() || *end != '\0' || v == 0 || v > 1000) {
-      r.SendError(400, "limit must be 1 .. 1000");
-      return;
-    }
-    limit = v;
+  Result<size_t> limit = FeedLimit(q.QueryValue("limit"));
+  if (!limit.ok()) {
+    r.SendError(400, limit.status().message());
+    return;
   }
   const std::string cursor = since == nullptr ? "" : *since;
   if (feed == nullptr) {
@@ -133,7 +126,7 @@ void SupervisorAdmin::Impl::Docs(const http::Request& q, http::Responder r) {
     }
     feed = std::move(reader).value();
   }
-  auto page = feed->Read(cursor, limit);
+  auto page = feed->Read(cursor, *limit);
   if (!page.ok()) {
     const bool bad = page.status().code() == Status::Code::kInvalidArgument;
     r.SendError(bad ? 400 : 500, page.status().message());

@@ -1,11 +1,25 @@
 #include "daemon/feed_json.h"
 
+#include <charconv>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include "base/time.h"
 
 namespace crawld::daemon {
+
+Result<size_t> FeedLimit(const std::string* limit) {
+  if (limit == nullptr) return size_t{100};
+  // Digits only: strtoul also took " 5" and "+5".
+  size_t v = 0;
+  const char* end = limit->data() + limit->size();
+  const auto [stop, ec] = std::from_chars(limit->data(), end, v);
+  if (ec != std::errc() || stop != end || v == 0 || v > 1000) {
+    return Status::InvalidArgument("limit must be 1 .. 1000");
+  }
+  return v;
+}
 
 Json FeedPageJson(const store::FeedPage& page) {
   Json entries = Json::array();

@@ -238,16 +238,10 @@ void WorkerApi::AddSeeds(const Request& req, Responder r) {
 
 void WorkerApi::ReadFeed(const Request& req, Responder r) {
   const std::string* since = req.QueryValue("since");
-  const std::string* limit_s = req.QueryValue("limit");
-  size_t limit = 100;
-  if (limit_s != nullptr) {
-    char* end = nullptr;
-    unsigned long v = strtoul(limit_s->c_str(), &end, 10);
-    if (limit_s->empty() || *end != '\0' || v == 0 || v > 1000) {
-      r.SendError(400, "limit must be 1 .. 1000");
-      return;
-    }
-    limit = v;
+  Result<size_t> limit = FeedLimit(req.QueryValue("limit"));
+  if (!limit.ok()) {
+    r.SendError(400, limit.status().message());
+    return;
   }
   // No flush: a reader sees every line the writer's write(2) put there;
   // the writer belongs to the record writes (off the loop) and the
@@ -261,7 +255,7 @@ void WorkerApi::ReadFeed(const Request& req, Responder r) {
     }
     feed_ = std::move(reader).value();
   }
-  auto page = feed_->Read(since == nullptr ? "" : *since, limit);
+  auto page = feed_->Read(since == nullptr ? "" : *since, *limit);
   if (!page.ok()) {
     r.SendError(400, page.status().message());
     return;
