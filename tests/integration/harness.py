@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import glob
 import json
 import os
 import random
@@ -111,6 +112,65 @@ def stop_process(proc: subprocess.Popen | None,
                 pass
             proc.wait(timeout=timeout)
     return proc.returncode
+
+
+def group_pids(pgid: int) -> list[int]:
+    """The PIDs of the live processes of process group `pgid`."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...: comm may hold spaces.
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 2 and int(fields[2]) == pgid:
+            pids.append(int(entry))
+    return sorted(pids)
+
+
+def hang_report(pgid: int, log_dir: str, lines: int = 15,
+                limit: int = 24000) -> str:
+    """What a process group that did not end was doing, for a test's failure
+    message (the test's directories are removed when it ends): each
+    process's state, kernel wait channel and, where gdb can attach, its
+    threads' stacks; then the last `lines` lines of each log in `log_dir`.
+    Bounded: gdb gets 20 s per process."""
+    out = []
+    for pid in group_pids(pgid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{pid}/wchan") as f:
+                wchan = f.read()
+        except OSError:
+            continue
+        state = stat[stat.rfind(")") + 2:].split()[0]
+        out.append(f"== pid {pid} state {state} wchan {wchan}: {cmd[:200]}")
+        if shutil.which("gdb"):
+            try:
+                bt = subprocess.run(
+                    ["gdb", "-p", str(pid), "-batch", "-nx",
+                     "-ex", "thread apply all bt 12"],
+                    capture_output=True, text=True, timeout=20)
+                out += [line for line in bt.stdout.splitlines()
+                        if line.startswith(("#", "Thread "))]
+            except (subprocess.TimeoutExpired, OSError) as e:
+                out.append(f"(gdb: {e})")
+    for log in sorted(glob.glob(os.path.join(log_dir, "*"))):
+        try:
+            with open(log, errors="replace") as f:
+                tail = f.read().splitlines()[-lines:]
+        except OSError:
+            continue
+        out.append(f"== {os.path.basename(log)}")
+        out += tail
+    return "\n".join(out)[-limit:]
 
 
 # ---------------------------------------------------------------- TOML

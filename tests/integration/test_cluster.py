@@ -44,6 +44,7 @@ class Node:
         self.farm, self.dns, self.redis = farm, dns, redis
         self.node_id, self.data = node_id, data
         self.proc = None
+        self.hang = ""
 
     def start(self, nodes=NODES, **settings):
         os.makedirs(self.data, exist_ok=True)
@@ -71,6 +72,10 @@ class Node:
         try:
             return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            # A node that does not end is a bug to find: what it was doing
+            # goes into the failure message (stderr()).
+            self.hang = harness.hang_report(
+                self.proc.pid, os.path.join(self.data, "logs"))
             harness.stop_process(self.proc)
             return None
 
@@ -83,7 +88,10 @@ class Node:
 
     def stderr(self):
         with open(os.path.join(self.data, "stderr.txt")) as f:
-            return f.read()[-2000:]
+            text = f.read()[-2000:]
+        if self.hang:
+            text += "\n-- the node did not end:\n" + self.hang
+        return text
 
 
 def records(nodes):
