@@ -131,6 +131,13 @@ struct LoadCallbacks {
 [[nodiscard]] Result<CrawlState> LoadCrawlState(const Store& store,
                                                 const LoadCallbacks& on);
 
+// One host's record as the last checkpoint wrote it; nullopt when it has
+// none. For a record that left memory (daemon/hosts.h) and is needed again.
+// Errors: Corruption for a value that does not decode, and the store's own
+// I/O errors.
+[[nodiscard]] Result<std::optional<HostState>> LoadHostState(
+    const Store& store, std::string_view host_key);
+
 // Only the scalar part (the worker count, before anything else is set up).
 // A store with no checkpoint yet gives an empty CrawlMeta. Errors as for
 // LoadCrawlState.

@@ -495,6 +495,13 @@ constexpr Key kKeys[] = {
            "While robots.txt fails (5xx, timeout, network error) nothing of "
            "the host is fetched; after this many seconds of failure the "
            "last good copy, if there is one, is used again."),
+    IntKey(CRAWLD_CONF_FIELD(politeness, host_record_idle_s), 0, 31'536'000,
+           "Seconds a host's robots.txt record (its rules and last good "
+           "copy) stays in memory after the host's last page. Then, once a "
+           "checkpoint holds the copy, the record leaves memory and is read "
+           "back from the checkpoint store at the host's next page, with "
+           "the same rules in force until the same moment. 0 keeps every "
+           "record in memory. Needs checkpoints (checkpoint.interval_s)."),
     BoolKey(CRAWLD_CONF_FIELD(politeness, per_ip),
             "At most one request in flight per IP address, as per host "
             "(shared hosting puts many hosts on one address), whichever "

@@ -112,6 +112,9 @@ struct PolitenessConfig {
   // Seconds a robots.txt may fail (5xx, timeout, network) before the last
   // good copy of it, if any, is used again.
   int64_t robots_outage_grace_s = 43200;
+  // Seconds a host's robots record stays in memory after its last use;
+  // then it may leave for the checkpoint store. 0 = always in memory.
+  int64_t host_record_idle_s = 600;
   // At most one request in flight per IP address as well as per host.
   bool per_ip = true;
   // Least milliseconds between two requests to one IP address (the

@@ -160,6 +160,7 @@ HostTable::Options HostOptions(const conf::Config& c) {
   o.robots_token = c.crawl.robots_token;
   o.policy.ttl_us = c.politeness.robots_ttl_s * 1'000'000;
   o.policy.outage_grace_us = c.politeness.robots_outage_grace_s * 1'000'000;
+  o.idle_evict_us = c.politeness.host_record_idle_s * 1'000'000;
   return o;
 }
 

@@ -1,10 +1,19 @@
 #include "daemon/hosts.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 
 #include "url/url.h"
 
 namespace crawld::daemon {
+namespace {
+
+uint64_t KeyHash(std::string_view host_key) {
+  return XXH3_64bits(host_key.data(), host_key.size());
+}
+
+}  // namespace
 
 std::string_view RobotsStateName(RobotsState state) {
   switch (state) {
@@ -31,12 +40,117 @@ void HostTable::SetOverrides(const conf::Overrides* overrides) {
   ++generation_;
 }
 
-HostRecord& HostTable::Get(std::string_view host_key) {
+HostRecord& HostTable::Get(std::string_view host_key, int64_t now_us) {
   auto it = hosts_.find(std::string(host_key));
   if (it == hosts_.end()) {
     it = hosts_.emplace(std::string(host_key), HostRecord()).first;
+    if (!evicted_.empty()) LoadBack(host_key, it->second);
   }
+  if (now_us >= 0) it->second.last_used_us = now_us;
   return it->second;
+}
+
+void HostTable::LoadBack(std::string_view host_key, HostRecord& host) {
+  auto e = evicted_.find(KeyHash(host_key));
+  if (e == evicted_.end()) return;
+  const Evicted was = e->second;
+  evicted_.erase(e);
+  stats_->Count("host_records_loaded");
+  Result<std::optional<checkpoint::RobotsCopy>> copy =
+      loader_ ? loader_(host_key)
+              : Status::FailedPrecondition("the checkpoint store is closed");
+  if (!copy.ok()) {
+    // The host starts again from nothing: robots.txt is fetched before its
+    // next page, so a lost copy costs a fetch, never a rule.
+    stats_->Count("host_record_load_failed");
+    log_->Write(Level::kError, "host_record_load_failed",
+                {{"host", host_key}, {"error", copy.status().ToString()}});
+    return;
+  }
+  if (!copy->has_value()) return;
+  host.copy = std::move(**copy);
+  host.fetched = std::make_shared<const robots::Rules>(
+      host.copy->has_body
+          ? robots::Rules::Parse(host.copy->body, options_.robots_token,
+                                 options_.robots_parse)
+          : robots::Rules::AllowAll());
+  if (was.valid_until_us > 0) {
+    // In force until the same moment as before. The override's rules are
+    // added at the next page (generation 0); the Crawl-delay is still in
+    // the frontier, which outlives the record.
+    host.rules = host.fetched;
+    host.robots = RobotsState::kReady;
+    host.robots_valid_until_us = was.valid_until_us;
+  }
+}
+
+bool HostTable::Evictable(const std::string& key, const HostRecord& host,
+                          int64_t now_us) const {
+  if (now_us - host.last_used_us < options_.idle_evict_us) return false;
+  switch (host.robots) {
+    case RobotsState::kFetching:     // a fetch will come back to it
+    case RobotsState::kUnreachable:  // its failure history decides
+      return false;
+    case RobotsState::kReady:
+      // The rules come back from the copy only.
+      if (!host.copy.has_value()) return false;
+      break;
+    case RobotsState::kUnknown:
+    case RobotsState::kSkipped:
+      break;
+  }
+  // Rare, and counted once per host when applied (RefreshOverride).
+  if (!host.override_rule.empty()) return false;
+  return host.failing_since_us < 0 && !dirty_.contains(key);
+}
+
+size_t HostTable::EvictIdle(int64_t now_us) {
+  if (options_.idle_evict_us <= 0 || !loader_) return 0;
+  size_t n = 0;
+  for (auto it = hosts_.begin(); it != hosts_.end();) {
+    const HostRecord& host = it->second;
+    if (!Evictable(it->first, host, now_us)) {
+      ++it;
+      continue;
+    }
+    if (host.copy.has_value()) {
+      Evicted& e = evicted_[KeyHash(it->first)];
+      e.valid_until_us =
+          host.robots == RobotsState::kReady ? host.robots_valid_until_us : 0;
+    }
+    // (Without a copy nothing is kept: a new record is the same record.)
+    it = hosts_.erase(it);
+    ++n;
+  }
+  if (n > 0) stats_->Count("host_records_evicted", n);
+  return n;
+}
+
+const HostRecord* HostTable::Lookup(std::string_view host_key) {
+  if (const HostRecord* host = Find(host_key)) return host;
+  if (!evicted_.contains(KeyHash(host_key))) return nullptr;
+  // Not a use: it may leave again at the next sweep.
+  return &Get(host_key, -1);
+}
+
+std::optional<RobotsState> HostTable::StateOf(std::string_view host_key,
+                                              int64_t now_us) const {
+  if (const HostRecord* host = Find(host_key)) return host->robots;
+  auto e = evicted_.find(KeyHash(host_key));
+  if (e == evicted_.end()) return std::nullopt;
+  return e->second.valid_until_us > now_us ? RobotsState::kReady
+                                           : RobotsState::kUnknown;
+}
+
+Result<std::optional<checkpoint::RobotsCopy>> HostTable::CopyOf(
+    std::string_view host_key) {
+  if (const HostRecord* host = Find(host_key)) return host->copy;
+  if (!evicted_.contains(KeyHash(host_key))) {
+    return std::optional<checkpoint::RobotsCopy>();
+  }
+  if (!loader_)
+    return Status::FailedPrecondition("the checkpoint store is closed");
+  return loader_(host_key);
 }
 
 const HostRecord* HostTable::Find(std::string_view host_key) const {
@@ -45,7 +159,7 @@ const HostRecord* HostTable::Find(std::string_view host_key) const {
 }
 
 const conf::HostOverride& HostTable::OverrideFor(std::string_view host_key) {
-  HostRecord& host = Get(host_key);
+  HostRecord& host = Get(host_key, -1);
   RefreshOverride(host_key, host);
   return host.override_rule;
 }
@@ -89,24 +203,29 @@ void HostTable::ApplyCrawlDelay(std::string_view host_key,
   }
 }
 
-robots::Rules HostTable::Effective(robots::Rules base,
-                                   const HostRecord& host) const {
+std::shared_ptr<const robots::Rules> HostTable::Effective(
+    std::shared_ptr<const robots::Rules> base, const HostRecord& host) const {
+  // Without extra rules the record shares one parse of its robots.txt.
+  if (host.override_rule.disallow.empty()) return base;
+  robots::Rules rules = *base;
   for (const conf::OverrideDisallow& d : host.override_rule.disallow) {
-    base.AddDisallow(d.pattern, overrides_->Where(d.line));
+    rules.AddDisallow(d.pattern, overrides_->Where(d.line));
   }
-  return base;
+  return std::make_shared<const robots::Rules>(std::move(rules));
 }
 
 HostTable::Gate HostTable::CheckPage(std::string_view host_key,
                                      std::string_view path_and_query,
                                      int64_t now_us) {
-  HostRecord& host = Get(host_key);
+  HostRecord& host = Get(host_key, now_us);
   const bool override_changed = RefreshOverride(host_key, host);
   const conf::HostOverride& ov = host.override_rule;
   if (!options_.respect_robots || ov.ignore_robots) {
     // No robots.txt fetch: allow-all plus the override's disallows.
     if (host.robots != RobotsState::kSkipped || override_changed) {
-      host.rules = Effective(robots::Rules::AllowAll(), host);
+      host.rules = Effective(
+          std::make_shared<const robots::Rules>(robots::Rules::AllowAll()),
+          host);
       host.robots = RobotsState::kSkipped;
       host.robots_valid_until_us = INT64_MAX;
     }
@@ -114,9 +233,9 @@ HostTable::Gate HostTable::CheckPage(std::string_view host_key,
     // A reload took ignore-robots away: fetch robots.txt now.
     host.robots = RobotsState::kUnknown;
   } else if (override_changed && host.robots == RobotsState::kReady &&
-             host.fetched.has_value()) {
+             host.fetched != nullptr) {
     // Same robots.txt, new extra rules.
-    host.rules = Effective(*host.fetched, host);
+    host.rules = Effective(host.fetched, host);
   }
 
   Gate gate;
@@ -146,7 +265,7 @@ HostTable::Gate HostTable::CheckPage(std::string_view host_key,
     gate.robots_url = host.robots_hop_url;
     return gate;
   }
-  if (host.rules.has_value() && !host.rules->Allowed(path_and_query)) {
+  if (host.rules != nullptr && !host.rules->Allowed(path_and_query)) {
     gate.kind = Gate::kDisallowed;
     gate.verdict = host.rules->Check(path_and_query);
   }
@@ -157,8 +276,8 @@ void HostTable::SetFetched(std::string_view host_key, HostRecord& host,
                            robots::Rules fetched, int64_t now_us,
                            int64_t valid_until) {
   (void)now_us;
-  host.rules = Effective(fetched, host);
-  host.fetched = std::move(fetched);
+  host.fetched = std::make_shared<const robots::Rules>(std::move(fetched));
+  host.rules = Effective(host.fetched, host);
   host.robots = RobotsState::kReady;
   host.robots_valid_until_us = valid_until;
   ApplyCrawlDelay(host_key, *host.rules);
@@ -168,7 +287,7 @@ HostTable::RobotsResult HostTable::OnRobotsFetched(std::string_view host_key,
                                                    const RobotsFetch& fetch,
                                                    int64_t now_us,
                                                    int64_t wall_us) {
-  HostRecord& host = Get(host_key);
+  HostRecord& host = Get(host_key, now_us);
   robots::FetchOutcome outcome;
   outcome.status = fetch.status;
   outcome.undecodable = fetch.undecodable;
@@ -176,7 +295,7 @@ HostTable::RobotsResult HostTable::OnRobotsFetched(std::string_view host_key,
   outcome.hops = host.robots_hops;
   outcome.has_location = !fetch.location.empty();
   robots::RobotsHistory history;
-  history.has_last_good = host.fetched.has_value();
+  history.has_last_good = host.fetched != nullptr;
   history.failing_since_us = host.failing_since_us;
   const robots::RobotsDecision d =
       robots::DecideRobotsFetch(outcome, history, now_us, options_.policy);
@@ -219,7 +338,7 @@ HostTable::RobotsResult HostTable::OnRobotsFetched(std::string_view host_key,
       dirty_.insert(std::string(host_key));
       break;
     case robots::Access::kUseLastGood:
-      host.rules = Effective(*host.fetched, host);
+      host.rules = Effective(host.fetched, host);
       host.robots = RobotsState::kReady;
       host.robots_valid_until_us = d.valid_until_us;
       stats_->Count("robots_last_good_used");
@@ -259,19 +378,18 @@ void HostTable::TakeDirty(
 bool HostTable::Restore(std::string_view host_key,
                         const checkpoint::RobotsCopy& copy, int64_t now_us,
                         int64_t wall_us) {
-  HostRecord& host = Get(host_key);
-  robots::Rules rules =
-      copy.has_body ? robots::Rules::Parse(copy.body, options_.robots_token,
-                                           options_.robots_parse)
-                    : robots::Rules::AllowAll();
+  HostRecord& host = Get(host_key, now_us);
   host.copy = copy;
   // The last good copy serves a later outage even when expired.
-  host.fetched = rules;
+  host.fetched = std::make_shared<const robots::Rules>(
+      copy.has_body ? robots::Rules::Parse(copy.body, options_.robots_token,
+                                           options_.robots_parse)
+                    : robots::Rules::AllowAll());
   const int64_t left_us = copy.expires_unix_us - wall_us;
   if (left_us <= 0) return false;
   // The override's rules are added at the host's first page (its
   // generation is 0, so CheckPage looks the override up and rebuilds).
-  host.rules = std::move(rules);
+  host.rules = host.fetched;
   host.robots = RobotsState::kReady;
   host.robots_valid_until_us = now_us + left_us;
   ApplyCrawlDelay(host_key, *host.rules);

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/status.h"
 #include "checkpoint/crawl_state.h"
 #include "conf/overrides.h"
 #include "daemon/crawl_stats.h"
@@ -46,11 +48,13 @@ std::string_view RobotsStateName(RobotsState state);
 struct HostRecord {
   RobotsState robots = RobotsState::kUnknown;
   // The rules in force: the fetched ones (or allow-all) plus the override's
-  // extra disallows. Set whenever robots is kReady or kSkipped.
-  std::optional<robots::Rules> rules;
+  // extra disallows. Set whenever robots is kReady or kSkipped. The same
+  // object as `fetched` when no override adds rules (a parse is several
+  // KB: bench/hosts_bench.cc).
+  std::shared_ptr<const robots::Rules> rules;
   // The rules as last fetched successfully (2xx, or allow-all for a 4xx),
   // without override rules: the last good copy of RFC 9309 2.3.1.4.
-  std::optional<robots::Rules> fetched;
+  std::shared_ptr<const robots::Rules> fetched;
   // What the checkpoint keeps of that copy (the body, with a wall-clock
   // expiry), so that a restart does not fetch every robots.txt again.
   std::optional<checkpoint::RobotsCopy> copy;
@@ -62,6 +66,7 @@ struct HostRecord {
   // The override in force and the rule-set generation it was looked up in.
   conf::HostOverride override_rule;
   uint64_t override_generation = 0;
+  int64_t last_used_us = 0;  // monotonic: the last page or robots fetch
 };
 
 // What one fetch of /robots.txt (or one hop of it) gave.
@@ -82,6 +87,16 @@ struct RobotsFetch {
 };
 
 // Owned by one worker loop; not thread-safe.
+//
+// Records of idle hosts leave memory (issue 16: a record with its rules
+// twice and the robots.txt body is about 1.3 KB, and a long crawl meets
+// millions of hosts). EvictIdle() drops the record of a host not used for
+// Options::idle_evict_us whose robots copy the checkpoint store holds; what
+// stays is 8 bytes of key hash with the state's expiry. The host's next
+// page loads the copy back through the Loader and finds the same rules in
+// force until the same moment, so eviction changes no decision. A record
+// is kept while its copy is not durable yet (dirty), while robots.txt is
+// being fetched or failing, and while an override applies to it.
 class HostTable {
  public:
   // Parses a robots.txt body as OnRobotsFetched would; safe on any thread
@@ -95,7 +110,12 @@ class HostTable {
     // Cap of a robots.txt Crawl-delay handed to the frontier (seconds);
     // the frontier caps it again at its max_crawl_delay.
     double max_crawl_delay_s = 86400;
+    // A record unused this long may leave memory (EvictIdle); 0 = never.
+    int64_t idle_evict_us = 0;
   };
+  // The robots copy the checkpoint store holds for a host (nullopt: none).
+  using Loader = std::function<Result<std::optional<checkpoint::RobotsCopy>>(
+      std::string_view host_key)>;
 
   // The frontier, stats and log are not owned and must outlive the table.
   HostTable(const Options& options, frontier::Frontier* frontier,
@@ -128,9 +148,17 @@ class HostTable {
                                              const RobotsFetch& fetch,
                                              int64_t now_us, int64_t wall_us);
 
-  // The record of a host, or nullptr if it has none yet.
+  // The record of a host in memory, or nullptr (none yet, or evicted).
   [[nodiscard]] const HostRecord* Find(std::string_view host_key) const;
+  // As Find, but an evicted record is loaded back first (admin API).
+  const HostRecord* Lookup(std::string_view host_key);
+  // The host's robots state, also of an evicted record (without loading
+  // it); nullopt when the host has no record.
+  [[nodiscard]] std::optional<RobotsState> StateOf(std::string_view host_key,
+                                                   int64_t now_us) const;
+  // Records in memory, and records evicted to the checkpoint store.
   [[nodiscard]] size_t size() const { return hosts_.size(); }
+  [[nodiscard]] size_t evicted() const { return evicted_.size(); }
 
   // The host's override as in force now (looked up again after a reload).
   const conf::HostOverride& OverrideFor(std::string_view host_key);
@@ -149,15 +177,34 @@ class HostTable {
   // not expired by `wall_us`. Returns true if it is in force.
   bool Restore(std::string_view host_key, const checkpoint::RobotsCopy& copy,
                int64_t now_us, int64_t wall_us);
+  // The robots copy of a host for a checkpoint entry, from memory or, for
+  // an evicted record, from the store. An I/O error is returned, never
+  // taken for "no copy" (that would erase the stored one).
+  [[nodiscard]] Result<std::optional<checkpoint::RobotsCopy>> CopyOf(
+      std::string_view host_key);
+
+  // --- memory ---
+  // Where evicted records are loaded from; without one nothing is evicted.
+  void SetLoader(Loader loader) { loader_ = std::move(loader); }
+  // Evicts the idle records whose copy is durable (call right after a
+  // checkpoint is written). Returns how many left memory.
+  size_t EvictIdle(int64_t now_us);
 
  private:
-  HostRecord& Get(std::string_view host_key);
+  // The record, created or loaded back when not in memory; `now_us` marks
+  // it used (-1: not a use).
+  HostRecord& Get(std::string_view host_key, int64_t now_us);
+  // An evicted record's rules back into `host` (just created).
+  void LoadBack(std::string_view host_key, HostRecord& host);
+  bool Evictable(const std::string& key, const HostRecord& host,
+                 int64_t now_us) const;
   // Looks the override up again after a reload; true when it changed.
   bool RefreshOverride(std::string_view host_key, HostRecord& host);
   // The single writer of the host's politeness in the frontier.
   void ApplyPoliteness(std::string_view host_key, const HostRecord& host);
   void ApplyCrawlDelay(std::string_view host_key, const robots::Rules& rules);
-  robots::Rules Effective(robots::Rules base, const HostRecord& host) const;
+  std::shared_ptr<const robots::Rules> Effective(
+      std::shared_ptr<const robots::Rules> base, const HostRecord& host) const;
   void SetFetched(std::string_view host_key, HostRecord& host,
                   robots::Rules fetched, int64_t now_us, int64_t valid_until);
 
@@ -169,6 +216,13 @@ class HostTable {
   uint64_t generation_ = 1;
   std::unordered_map<std::string, HostRecord> hosts_;
   std::unordered_set<std::string> dirty_;
+  // What stays of an evicted record (keyed by XXH3 of the host key).
+  struct Evicted {
+    int64_t valid_until_us = 0;  // monotonic; 0: no rules were in force
+    bool has_copy = false;
+  };
+  std::unordered_map<uint64_t, Evicted> evicted_;
+  Loader loader_;
 };
 
 }  // namespace crawld::daemon

@@ -65,11 +65,24 @@ std::optional<fetcher::Response> ResponseOf(const store::Record& rec) {
 
 }  // namespace
 
+Recovery::Recovery(const Options& options, const Parts& parts)
+    : options_(options), parts_(parts) {
+  if (parts_.state == nullptr || parts_.hosts == nullptr) return;
+  parts_.hosts->SetLoader([store = parts_.state](std::string_view host_key)
+                              -> Result<std::optional<checkpoint::RobotsCopy>> {
+    Result<std::optional<checkpoint::HostState>> host =
+        checkpoint::LoadHostState(*store, host_key);
+    if (!host.ok()) return host.status();
+    if (!host->has_value()) return std::optional<checkpoint::RobotsCopy>();
+    return std::move((*host)->robots);
+  });
+}
+
 // Changed host records: a robots copy or a trap budget, each entry whole
 // (the other half from its owner as it is now). The keys of the robots
 // copies taken go to `robots_dirty`, to be marked again if the write fails.
-void Recovery::CollectChangedHosts(checkpoint::CrawlState* st,
-                                   std::vector<std::string>* robots_dirty) {
+Status Recovery::CollectChangedHosts(checkpoint::CrawlState* st,
+                                     std::vector<std::string>* robots_dirty) {
   std::map<std::string, checkpoint::HostState> hosts;
   parts_.hosts->TakeDirty(
       [&](const std::string& key,
@@ -86,13 +99,19 @@ void Recovery::CollectChangedHosts(checkpoint::CrawlState* st,
       });
   for (auto& [key, host] : hosts) {
     if (!host.robots.has_value()) {
-      if (const HostRecord* r = parts_.hosts->Find(key)) host.robots = r->copy;
+      // The record may have left memory: its copy is read back from the
+      // store, since the entry is written whole.
+      Result<std::optional<checkpoint::RobotsCopy>> copy =
+          parts_.hosts->CopyOf(key);
+      if (!copy.ok()) return copy.status();
+      host.robots = std::move(*copy);
     }
     if (host.admitted_urls == 0) {
       host.admitted_urls = parts_.traps->Admitted(key);
     }
     st->hosts.emplace_back(key, std::move(host));
   }
+  return Status::Ok();
 }
 
 Status Recovery::Checkpoint(const char* why) {
@@ -142,16 +161,20 @@ Status Recovery::Checkpoint(const char* why) {
   for (const auto& [k, v] : parts_.stats->counts) st.counts.emplace(k, v);
 
   std::vector<std::string> robots_dirty;
-  CollectChangedHosts(&st, &robots_dirty);
-
-  checkpoint::Store::Batch batch;
-  checkpoint::EncodeCrawlState(st, &batch);
-  if (Status s = parts_.state->Write(batch); !s.ok()) {
+  Status written = CollectChangedHosts(&st, &robots_dirty);
+  if (written.ok()) {
+    checkpoint::Store::Batch batch;
+    checkpoint::EncodeCrawlState(st, &batch);
+    written = parts_.state->Write(batch);
+  }
+  if (!written.ok()) {
     // Not written: the changed records go into the next attempt.
     parts_.hosts->MarkDirty(robots_dirty);
-    return s;
+    return written;
   }
   parts_.traps->ClearDirty();
+  // Every robots copy is durable now: idle hosts' records may leave memory.
+  parts_.hosts->EvictIdle(parts_.clock->MonotonicUs());
   // The checkpoint holds every URL received so far.
   if (parts_.peers != nullptr) parts_.peers->TruncateInboxLog();
   ++checkpoints_;

@@ -80,8 +80,9 @@ class Recovery {
     const Clock* clock = nullptr;
   };
 
-  Recovery(const Options& options, const Parts& parts)
-      : options_(options), parts_(parts) {}
+  // Gives the host table its loader: the records of idle hosts leave memory
+  // after a checkpoint and are read back from `state` (HostTable).
+  Recovery(const Options& options, const Parts& parts);
 
   // Takes a checkpoint; `why` is logged ("start", "interval", "exit").
   // On an error the previous checkpoint stays valid.
@@ -95,8 +96,8 @@ class Recovery {
   [[nodiscard]] uint64_t checkpoints() const { return checkpoints_; }
 
  private:
-  void CollectChangedHosts(checkpoint::CrawlState* st,
-                           std::vector<std::string>* robots_dirty);
+  [[nodiscard]] Status CollectChangedHosts(
+      checkpoint::CrawlState* st, std::vector<std::string>* robots_dirty);
   // Settles the claims of the records from meta's settle position up to
   // its WARC position (Documents::OldestUnsettled).
   // Puts every queued URL into the seen store (after a checkpoint killed

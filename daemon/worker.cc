@@ -230,6 +230,7 @@ void Worker::Impl::CleanUpDrained() {
   // Everything it held is with the workers on the ring, acknowledged: its
   // state is not needed again (a next start must not drain it twice). Its
   // WARC files stay.
+  if (hosts_ != nullptr) hosts_->SetLoader(nullptr);  // it reads state_
   state_.reset();
   seen_store_.reset();
   peers_.reset();

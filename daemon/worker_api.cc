@@ -408,9 +408,9 @@ Json WorkerApi::RulesTestJson(const Json& body) {
                    {"line", v.line},
                    {"file", parts_.config->crawl.rules_file}};
   out["traps"] = parts_.traps->CheckShape(*canon);
-  const HostRecord* host = parts_.hosts->Find(canon->origin_key());
+  const HostRecord* host = parts_.hosts->Lookup(canon->origin_key());
   Json robots = Json::object();
-  if (host == nullptr || !host->rules.has_value()) {
+  if (host == nullptr || host->rules == nullptr) {
     robots["state"] = "unknown";
     robots["allowed"] = nullptr;
     out["override"] = "";
@@ -438,7 +438,7 @@ Json WorkerApi::HostJson(const std::string& name) {
   }
   for (const std::string& key : keys) {
     std::optional<frontier::HostInfo> info = parts_.frontier->Host(key);
-    const HostRecord* host = parts_.hosts->Find(key);
+    const HostRecord* host = parts_.hosts->Lookup(key);
     if (!info.has_value() && host == nullptr) continue;
     Json j = Json::object();
     j["host"] = key;
@@ -463,7 +463,7 @@ Json WorkerApi::HostJson(const std::string& name) {
       j["override"] = "";
     } else {
       robots["state"] = ApiRobotsState(host->robots);
-      if (host->rules.has_value()) robots["rules"] = host->rules->Describe();
+      if (host->rules != nullptr) robots["rules"] = host->rules->Describe();
       j["override"] = parts_.control->overrides().Describe(host->override_rule);
     }
     j["robots"] = std::move(robots);
@@ -484,19 +484,19 @@ void WorkerApi::ListHosts(const Request& req, Responder r) {
   const int64_t now = parts_.clock->MonotonicUs();
   std::vector<Json> rows;
   uint64_t matched = 0;
-  parts_.frontier->ForEachHost(
-      [&](std::string_view key, const frontier::HostInfo& info) {
-        const HostRecord* host = parts_.hosts->Find(key);
-        Json row = HostRow(
-            key, info,
-            host == nullptr ? "unknown" : ApiRobotsState(host->robots), now);
-        if (!HostRowMatches(row, *query)) return;
-        ++matched;
-        rows.push_back(std::move(row));
-        // Keep memory bounded on a big table: cut back to the page now
-        // and then instead of holding every match.
-        if (rows.size() >= 4 * kMaxHostRows) SortHostRows(*query, &rows);
-      });
+  parts_.frontier->ForEachHost([&](std::string_view key,
+                                   const frontier::HostInfo& info) {
+    // (Without loading a record that left memory.)
+    const std::optional<RobotsState> robots = parts_.hosts->StateOf(key, now);
+    Json row =
+        HostRow(key, info, robots ? ApiRobotsState(*robots) : "unknown", now);
+    if (!HostRowMatches(row, *query)) return;
+    ++matched;
+    rows.push_back(std::move(row));
+    // Keep memory bounded on a big table: cut back to the page now
+    // and then instead of holding every match.
+    if (rows.size() >= 4 * kMaxHostRows) SortHostRows(*query, &rows);
+  });
   SortHostRows(*query, &rows);
   Json out = Json::object();
   out["hosts"] = Json(std::move(rows));

@@ -359,6 +359,44 @@ class LastGoodRobots(unittest.TestCase):
             self.assertEqual(fetched & set(farm.disallowed()), set())
 
 
+class IdleHostRecords(unittest.TestCase):
+    """Issue 16: an idle host's robots record leaves the worker's memory
+    after a checkpoint and comes back at the host's next page. In the
+    default configuration (one worker per core), with records idle after
+    1 s, checkpoints every 0.5 s and a host's pages 1.6 s apart, each
+    record leaves and comes back between pages, yet robots.txt is fetched
+    once per host, its Disallow holds and the crawl is complete."""
+
+    DELAY_MS = 1600
+
+    def test_records_come_back_without_a_second_robots_fetch(self):
+        cfg = small_farm('[[profile]]\nhosts = [0, 1, 2, 3]\n'
+                         'robots = "disallow"\n', hosts=4, pages=6)
+        with harness.Webfarm(cfg) as farm, \
+                harness.Dnsmasq(farm.hosts_file) as dns:
+            result = crawl_util.run_crawl(
+                farm, dns, timeout=120,
+                **{"workers.count": 0,
+                   "checkpoint.interval_s": 0.5,
+                   "politeness.host_record_idle_s": 1,
+                   "politeness.min_delay_ms": self.DELAY_MS})
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(set(result.response_uris()), set(farm.manifest()))
+            reqs = farm.final_requests()
+            for i in range(4):
+                robots = [p for p in paths_of(reqs, host(i))
+                          if p == "/robots.txt"]
+                self.assertEqual(len(robots), 1, host(i))
+            self.assertTrue(farm.disallowed())
+            fetched = harness.fetched_urls(reqs, farm.port)
+            self.assertEqual(fetched & set(farm.disallowed()), set())
+            short = {h: g for h, g in harness.min_gap_per_host(reqs).items()
+                     if g is not None and g < self.DELAY_MS * 1000 * 0.9}
+            self.assertEqual(short, {}, "gaps below min_delay_ms (us)")
+            self.assertGreater(result.count("host_records_evicted"), 0)
+            self.assertGreater(result.count("host_records_loaded"), 0)
+
+
 class FarmProfiles(unittest.TestCase):
     """The webfarm behaviours these tests rely on, checked directly."""
 

@@ -247,7 +247,8 @@ TEST(CrawldConf, ConfigMdDocumentsEveryKey) {
 TEST(CrawldConf, SchemaDescribesEveryKeyOnce) {
   std::vector<KeyInfo> schema = Schema();
   // 103 + admin.console (issue 18) + [recrawl] and fetch.http2 (issue 17)
-  EXPECT_EQ(schema.size(), 114u);
+  // + politeness.host_record_idle_s (issue 16)
+  EXPECT_EQ(schema.size(), 115u);
   std::set<std::string> names;
   for (const KeyInfo& k : schema) {
     EXPECT_TRUE(
@@ -443,7 +444,8 @@ TEST(CrawldConf, EveryNumericKeyEnforcesItsRange) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 70);  // 62 + [recrawl]'s 8 numeric keys
+  // 62 + [recrawl]'s 8 numeric keys + politeness.host_record_idle_s
+  EXPECT_EQ(checked, 71);
 }
 
 TEST(CrawldConf, FloatKeysRejectNanAndInfinity) {

@@ -1410,6 +1410,55 @@ TEST(WorkerRecovery, AKillBetweenTheQueuesAndTheSeenStoreFetchesNothingTwice) {
   }
 }
 
+// Issue 16: an idle host's record leaves memory after a checkpoint and
+// comes back at its next page: the same rules, the same Crawl-delay, no
+// second robots.txt fetch; and the checkpoint keeps its copy for a restart.
+TEST(WorkerRecovery, Issue16_AnIdleHostsRecordLeavesMemoryAndComesBackTheSame) {
+  const std::string dir = TempDir();
+  conf::Config c = Cfg();
+  c.politeness.host_record_idle_s = 1;
+  auto web = [](World& w) {
+    w.web.pages["http://a.test/robots.txt"] =
+        Robots("User-agent: *\nDisallow: /no\nCrawl-delay: 3\n");
+    for (int i = 0; i < 6; ++i) {
+      w.web.pages["http://a.test/p" + std::to_string(i)] = Html(
+          "<a href=/no>x</a><a href=/p" + std::to_string(i + 1) + ">n</a>");
+    }
+    w.web.pages["http://a.test/no"] = Html("never");
+    w.web.pages["http://a.test/new"] = Html("after the restart");
+  };
+  {
+    World w(c, dir, /*checkpoints=*/true);
+    w.KeepDir();
+    web(w);
+    w.Seed("http://a.test/p0");
+    // A checkpoint every half second, as the worker's timer takes them.
+    for (int step = 0; step < 400 && w.web.Count("http://a.test/p6") == 0;
+         ++step) {
+      const int64_t end = w.clock.now + kS / 2;
+      w.Run(kS / 2);
+      w.clock.now = std::max(w.clock.now, end);
+      ASSERT_TRUE(w.recovery->Checkpoint("interval").ok());
+    }
+    EXPECT_EQ(w.web.Count("http://a.test/p6"), 1);
+    EXPECT_EQ(w.web.Count("http://a.test/robots.txt"), 1);
+    EXPECT_EQ(w.web.Count("http://a.test/no"), 0);
+    // Between each two pages, 3 s apart, the record left and came back.
+    EXPECT_GE(w.stats.count("host_records_evicted"), 6u);
+    EXPECT_GE(w.stats.count("host_records_loaded"), 6u);
+    for (int64_t gap : Gaps(w.web.HitsOf("http://a.test/"))) {
+      EXPECT_GE(gap, 3 * kS);
+    }
+  }
+  World w(c, dir, /*checkpoints=*/true);
+  web(w);
+  ASSERT_TRUE(w.recovery->Recover().ok());
+  w.Seed("http://a.test/new");
+  w.Run();
+  EXPECT_EQ(w.web.Count("http://a.test/new"), 1);
+  EXPECT_EQ(w.web.Count("http://a.test/robots.txt"), 0);
+}
+
 // Issue 13 (recovery.KillNine, seed 77643): a worker killed right after it
 // created a WARC file, before the file's warcinfo reached the disk, left an
 // empty file, which is no WARC. Recovery removes it (and only such files:
