@@ -255,8 +255,9 @@ class CrawlPath {
   void SweepSchedule();
   // A capture handed over by a host's previous owner: kept in the schedule
   // (the newest of the URL's), due when it was due there. Before the
-  // message is acknowledged.
-  void ReceiveCapture(const cluster::UrlMessage& message);
+  // message is acknowledged. Returns false when the schedule's store failed:
+  // the message must stay unacknowledged, so that its sender keeps it.
+  [[nodiscard]] bool ReceiveCapture(const cluster::UrlMessage& message);
   // Hand-offs sent and not yet acknowledged (count).
   [[nodiscard]] size_t handoffs_pending() const { return handoffs_.size(); }
   // The sweep still runs, or hand-offs wait for their acknowledgement.

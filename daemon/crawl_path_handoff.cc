@@ -151,7 +151,7 @@ void CrawlPath::SweepStep() {
   }
 }
 
-void CrawlPath::ReceiveCapture(const cluster::UrlMessage& m) {
+bool CrawlPath::ReceiveCapture(const cluster::UrlMessage& m) {
   recrawl::Schedule* schedule = parts_.schedule;
   auto canon = parts_.canonicalizer->Canonicalize(m.url);
   auto c = recrawl::DecodeCapture(m.capture);
@@ -161,7 +161,7 @@ void CrawlPath::ReceiveCapture(const cluster::UrlMessage& m) {
     log_->Write(
         Level::kWarn, "recrawl_handoff_malformed",
         {{"url", m.url}, {"error", c.ok() ? "url" : c.status().ToString()}});
-    return;
+    return true;
   }
   const uint64_t fp = url::Fingerprint(canon->href());
   // Fetched by its previous owner: a link to it is not a new URL here.
@@ -169,18 +169,18 @@ void CrawlPath::ReceiveCapture(const cluster::UrlMessage& m) {
   if (schedule == nullptr) {
     // This worker runs without [recrawl]: the mark is all it keeps.
     stats_->Count("recrawl_received_unscheduled");
-    return;
+    return true;
   }
   auto stored = schedule->Merge(fp, *c);
   if (!stored.ok()) {
     stats_->Count("recrawl_store_error");
     log_->Write(Level::kError, "recrawl_store_error",
                 {{"url", m.url}, {"error", stored.status().ToString()}});
-    return;
+    return false;  // its sender keeps it; Peers::RetryHeld tries again
   }
   if (!*stored) {
     stats_->Count("recrawl_received_stale");
-    return;
+    return true;
   }
   stats_->Count("recrawl_received");
   next_due_us_ = std::min(next_due_us_, c->due_us);
@@ -191,6 +191,7 @@ void CrawlPath::ReceiveCapture(const cluster::UrlMessage& m) {
     const int owner = router->Owner(canon->host());
     if (owner != router->self()) HandOff(fp, *c, owner);
   }
+  return true;
 }
 
 }  // namespace crawld::daemon

@@ -124,7 +124,7 @@ void Peers::Drain(int to) {
 }
 
 bool Peers::Drained() const {
-  if (overflow_urls_ > 0) return false;
+  if (overflow_urls_ > 0 || !held_.empty()) return false;
   for (int w = 0; exchange_ != nullptr && w < options_.exchange_workers; ++w) {
     if (exchange_->Pending(w) > 0) return false;
   }
@@ -152,7 +152,7 @@ void Peers::Resend(const std::vector<checkpoint::RoutedUrl>& outbox) {
     const int owner = Owner(url::HostOf(r.url));
     cluster::UrlMessage m = FromRouted(std::move(r));
     if (owner == options_.self) {
-      Admit(m);
+      (void)Admit(m);  // (no capture: see ToRouted)
     } else {
       Send(owner, std::move(m));
     }
@@ -181,17 +181,49 @@ void Peers::OnInbox(std::vector<cluster::UrlMessage>&& batch,
     }
   }
   stats_->Count("routed_in", batch.size());
-  for (const auto& m : batch) Admit(m);
-  ack();
+  std::vector<cluster::UrlMessage> failed;
+  for (cluster::UrlMessage& m : batch) {
+    if (!Admit(m)) failed.push_back(std::move(m));
+  }
+  if (failed.empty()) {
+    ack();
+  } else {
+    // Not kept (a schedule store error): unacknowledged, its sender keeps
+    // it; RetryHeld admits what failed again. What was kept is not
+    // admitted twice.
+    stats_->Count("inbox_batches_held");
+    held_.push_back({std::move(failed), std::move(ack)});
+  }
   if (wake_) wake_();
 }
 
-void Peers::Admit(const cluster::UrlMessage& m) {
+size_t Peers::RetryHeld(int64_t now_us) {
+  if (held_.empty() || now_us < next_retry_us_) return held_.size();
+  next_retry_us_ = now_us + 1'000'000;
+  for (auto it = held_.begin(); it != held_.end();) {
+    std::vector<cluster::UrlMessage> still;
+    for (cluster::UrlMessage& m : it->failed) {
+      if (!Admit(m)) still.push_back(std::move(m));
+    }
+    if (!still.empty()) {
+      it->failed = std::move(still);
+      ++it;
+      continue;
+    }
+    cluster::AckFn ack = std::move(it->ack);
+    it = held_.erase(it);
+    stats_->Count("inbox_batches_released");
+    ack();
+  }
+  return held_.size();
+}
+
+bool Peers::Admit(const cluster::UrlMessage& m) {
   // A capture only goes into the schedule (nothing is queued): stored at
   // once, before the ack, so that its sender may forget it.
   if (!go_ && !m.seen_mark && m.capture.empty()) {
     pre_go_.push_back(m);
-    return;
+    return true;
   }
   if (m.seen_mark) {
     const std::string host = url::HostOf(m.url);
@@ -199,10 +231,10 @@ void Peers::Admit(const cluster::UrlMessage& m) {
       // Read from a gone worker's inbox (Adopt), or sent before the ring
       // changed: the mark belongs to the host's owner now.
       Send(Owner(host), m);
-      return;
+      return true;
     }
   }
-  if (admit_) admit_(m);
+  return admit_ ? admit_(m) : true;
 }
 
 void Peers::Go() {
@@ -211,7 +243,8 @@ void Peers::Go() {
               {{"waiting_urls", std::to_string(pre_go_.size())}});
   std::vector<cluster::UrlMessage> waiting;
   waiting.swap(pre_go_);
-  for (const auto& m : waiting) Admit(m);
+  // (No capture waits for go: each of these is kept.)
+  for (const auto& m : waiting) (void)Admit(m);
 }
 
 Status Peers::OpenInboxLog() {
@@ -230,7 +263,8 @@ void Peers::ReplayInboxLog() {
   if (!text.ok()) return;  // none yet
   uint64_t n = 0;
   checkpoint::DecodeInboxLog(*text, [&](checkpoint::RoutedUrl&& r) {
-    Admit(FromRouted(std::move(r)));
+    // (The log holds no capture, which was durable before its ack.)
+    (void)Admit(FromRouted(std::move(r)));
     ++n;
   });
   if (n > 0) stats_->Count("inbox_replayed", n);

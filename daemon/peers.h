@@ -49,7 +49,10 @@ class Peers final : public Router {
     std::string inbox_log_path;  // "": no inbox log (no checkpoints)
   };
 
-  // `admit` receives every URL message this worker accepts (after "go");
+  // `admit` receives every URL message this worker accepts (after "go")
+  // and returns false when it could not keep it now (a capture whose
+  // schedule store failed): that batch is then held unacknowledged, so
+  // that its sender keeps it, and RetryHeld() admits what failed again.
   // `wake` is called when something may start (the exchange has room).
   Peers(const Options& options, std::unique_ptr<cluster::Exchange> exchange,
         CrawlStats* stats, EventLog* log);
@@ -57,7 +60,7 @@ class Peers final : public Router {
   Peers(const Peers&) = delete;
   Peers& operator=(const Peers&) = delete;
 
-  void SetAdmit(std::function<void(const cluster::UrlMessage&)> admit) {
+  void SetAdmit(std::function<bool(const cluster::UrlMessage&)> admit) {
     admit_ = std::move(admit);
   }
   void SetWake(std::function<void()> wake) { wake_ = std::move(wake); }
@@ -85,8 +88,14 @@ class Peers final : public Router {
   // URLs wait for the exchange: no new fetch should start.
   [[nodiscard]] bool blocked() const { return overflow_urls_ > 0; }
   [[nodiscard]] size_t overflow_urls() const { return overflow_urls_; }
-  // Nothing sent and unacknowledged, nothing waiting.
+  // Nothing sent and unacknowledged, nothing waiting, no batch held.
   [[nodiscard]] bool Drained() const;
+
+  // Admits again what failed of the batches held back (SetAdmit), at most
+  // once a second by `now_us` (monotonic); acknowledges a batch once all of
+  // it is kept. Returns the batches still held.
+  size_t RetryHeld(int64_t now_us);
+  [[nodiscard]] size_t held() const { return held_.size(); }
 
   // Unacknowledged and waiting URLs, for the checkpoint.
   [[nodiscard]] std::vector<checkpoint::RoutedUrl> Outbox() const;
@@ -121,7 +130,8 @@ class Peers final : public Router {
 
  private:
   void OnInbox(std::vector<cluster::UrlMessage>&& batch, cluster::AckFn ack);
-  void Admit(const cluster::UrlMessage& m);
+  // False when `admit` could not keep the message now.
+  bool Admit(const cluster::UrlMessage& m);
   void Drain(int to);
 
   Options options_;
@@ -131,7 +141,7 @@ class Peers final : public Router {
   std::unique_ptr<cluster::Exchange> exchange_;
   CrawlStats* stats_;
   EventLog* log_;
-  std::function<void(const cluster::UrlMessage&)> admit_;
+  std::function<bool(const cluster::UrlMessage&)> admit_;
   std::function<void()> wake_;
   std::vector<std::deque<cluster::UrlMessage>> overflow_;
   size_t overflow_urls_ = 0;
@@ -139,6 +149,14 @@ class Peers final : public Router {
   // URLs received before go: admitted at go, after every handover's
   // seen-marks, so that none of those pages is queued again.
   std::vector<cluster::UrlMessage> pre_go_;
+  // Received batches not acknowledged because part of them could not be
+  // kept: that part, and the batch's ack.
+  struct Held {
+    std::vector<cluster::UrlMessage> failed;
+    cluster::AckFn ack;
+  };
+  std::vector<Held> held_;
+  int64_t next_retry_us_ = 0;
   FILE* inbox_log_ = nullptr;
   std::vector<checkpoint::RoutedUrl> final_outbox_;  // as the exchange closed
   cluster::ExchangeStats final_stats_;

@@ -316,7 +316,16 @@ void Worker::Impl::StartTimers() {
       std::max<uint64_t>(static_cast<uint64_t>(every_s * 1000), 50);
   uv_timer_start(
       &progress_timer_,
-      [](uv_timer_t* t) { static_cast<Impl*>(t->data)->Progress(false); },
+      [](uv_timer_t* t) {
+        Impl* self = static_cast<Impl*>(t->data);
+        self->Progress(false);
+        // Batches held back by a store error are tried again here (at
+        // most once a second): nothing else may wake an idle loop.
+        if (self->peers_ != nullptr && self->peers_->held() > 0 &&
+            self->peers_->RetryHeld(self->clock_.MonotonicUs()) == 0) {
+          self->Pump();
+        }
+      },
       period_ms, period_ms);
 }
 

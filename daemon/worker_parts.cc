@@ -203,11 +203,10 @@ Status Worker::Impl::OpenPeers(const std::string& wdir) {
   if (state_ != nullptr) po.inbox_log_path = wdir + "/inbox.log";
   peers_ = std::make_unique<Peers>(po, std::move(ex).value(), &stats_, &log_);
   peers_->SetWake([this] { Pump(); });
-  peers_->SetAdmit([this](const cluster::UrlMessage& m) {
+  peers_->SetAdmit([this](const cluster::UrlMessage& m) -> bool {
     if (!m.capture.empty()) {
       // A recrawl schedule entry of a host that moved here.
-      path_->ReceiveCapture(m);
-      return;
+      return path_->ReceiveCapture(m);
     }
     if (m.seen_mark) {
       // A page the host's previous owner fetched: remembered, not queued.
@@ -216,7 +215,7 @@ Status Worker::Impl::OpenPeers(const std::string& wdir) {
         seen_->InsertIfNew(canon->origin_key(),
                            url::Fingerprint(canon->href()));
       }
-      return;
+      return true;
     }
     Candidate c;
     c.url = m.url;
@@ -229,6 +228,7 @@ Status Worker::Impl::OpenPeers(const std::string& wdir) {
     c.changefreq = m.changefreq;
     c.lastmod_s = m.lastmod_s;
     path_->Enter(c);
+    return true;
   });
   return Status::Ok();
 }

@@ -1975,10 +1975,11 @@ TEST(WorkerRecrawl, Issue17_AMovedHostsScheduleGoesToItsNewOwnerSafely) {
   World owner(RecrawlCfg());
   owner.clock.now = wall;
   owner.web.pages["http://b.test/"] = Validated("<p>still</p>", "\"v1\"");
-  owner.path->ReceiveCapture(handed);
-  owner.path->ReceiveCapture(handed);  // at-least-once: a second copy
-  owner.path->ReceiveCapture(stale);
-  owner.path->ReceiveCapture(junk);
+  // Each is done with (kept, or dropped loudly): acknowledged.
+  EXPECT_TRUE(owner.path->ReceiveCapture(handed));
+  EXPECT_TRUE(owner.path->ReceiveCapture(handed));  // at-least-once: a copy
+  EXPECT_TRUE(owner.path->ReceiveCapture(stale));
+  EXPECT_TRUE(owner.path->ReceiveCapture(junk));
   EXPECT_EQ(owner.stats.count("recrawl_received"), 1u);
   EXPECT_EQ(owner.stats.count("recrawl_received_stale"), 2u);
   EXPECT_EQ(owner.stats.count("recrawl_handoff_malformed"), 1u);
