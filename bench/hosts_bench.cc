@@ -126,6 +126,50 @@ void BM_HostRecords(benchmark::State& state) {
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
 }
+// A restart: range(0) hosts' checkpointed copies restored, with eviction
+// on (range(1) = 1: restored as evicted, read back at each host's first
+// page) or off (0: every record parsed and held). One iteration restores
+// them all.
+void BM_RestoreHosts(benchmark::State& state) {
+  const int hosts = static_cast<int>(state.range(0));
+  frontier::Options fo;
+  auto frontier = frontier::Frontier::Open(fo).value();
+  CrawlStats stats;
+  EventLog log;
+  HostTable::Options o;
+  o.idle_evict_us = state.range(1) != 0 ? 600 * kS : 0;
+  std::vector<std::string> keys;
+  std::vector<checkpoint::RobotsCopy> copies;
+  for (int i = 0; i < hosts; ++i) {
+    keys.push_back("https://host" + std::to_string(i) + ".example:443");
+    copies.push_back({1'900'000'000 * kS, true, RobotsBody(i)});
+  }
+  double heap = 0;
+  for (auto _ : state) {
+    const double h0 = HeapBytes();
+    HostTable table(o, frontier.get(), &stats, &log);
+    table.SetLoader([](std::string_view) {
+      return Result<std::optional<checkpoint::RobotsCopy>>(
+          std::optional<checkpoint::RobotsCopy>());
+    });
+    for (int i = 0; i < hosts; ++i) {
+      (void)table.Restore(keys[i], copies[i], 0, 1'800'000'000 * kS);
+    }
+    heap = (HeapBytes() - h0) / hosts;
+  }
+  state.counters["heap_B_per_host"] = heap;
+  state.counters["restore_per_host"] =
+      benchmark::Counter(static_cast<double>(hosts),
+                         benchmark::Counter::kIsIterationInvariantRate |
+                             benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_RestoreHosts)
+    ->Args({1000, 0})
+    ->Args({1000, 1})
+    ->Args({100000, 0})
+    ->Args({100000, 1})
+    ->Unit(benchmark::kMillisecond);
+
 // (1,000 for the smoke run under the sanitizers, where mallinfo2 is 0.)
 BENCHMARK(BM_HostRecords)
     ->Arg(1000)

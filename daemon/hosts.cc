@@ -76,11 +76,12 @@ void HostTable::LoadBack(std::string_view host_key, HostRecord& host) {
           : robots::Rules::AllowAll());
   if (was.valid_until_us > 0) {
     // In force until the same moment as before. The override's rules are
-    // added at the next page (generation 0); the Crawl-delay is still in
-    // the frontier, which outlives the record.
+    // added at the next page (generation 0). The Crawl-delay is still in
+    // the frontier after an eviction, but not after a restart (Restore).
     host.rules = host.fetched;
     host.robots = RobotsState::kReady;
     host.robots_valid_until_us = was.valid_until_us;
+    ApplyCrawlDelay(host_key, *host.rules);
   }
 }
 
@@ -378,6 +379,15 @@ void HostTable::TakeDirty(
 bool HostTable::Restore(std::string_view host_key,
                         const checkpoint::RobotsCopy& copy, int64_t now_us,
                         int64_t wall_us) {
+  const int64_t left_us = copy.expires_unix_us - wall_us;
+  if (options_.idle_evict_us > 0 && loader_) {
+    // Restored as evicted: read back at the host's first page, so that a
+    // restart neither holds every host's rules in memory nor parses them
+    // all before its first fetch.
+    evicted_[KeyHash(host_key)].valid_until_us =
+        left_us > 0 ? now_us + left_us : 0;
+    return left_us > 0;
+  }
   HostRecord& host = Get(host_key, now_us);
   host.copy = copy;
   // The last good copy serves a later outage even when expired.
@@ -385,7 +395,6 @@ bool HostTable::Restore(std::string_view host_key,
       copy.has_body ? robots::Rules::Parse(copy.body, options_.robots_token,
                                            options_.robots_parse)
                     : robots::Rules::AllowAll());
-  const int64_t left_us = copy.expires_unix_us - wall_us;
   if (left_us <= 0) return false;
   // The override's rules are added at the host's first page (its
   // generation is 0, so CheckPage looks the override up and rebuilds).

@@ -174,7 +174,9 @@ class HostTable {
     dirty_.insert(host_keys.begin(), host_keys.end());
   }
   // A checkpointed copy: the last good copy again, and in force if it has
-  // not expired by `wall_us`. Returns true if it is in force.
+  // not expired by `wall_us`. Returns true if it is in force. With a Loader
+  // and eviction on, the record is restored as evicted (read back at the
+  // host's first page).
   bool Restore(std::string_view host_key, const checkpoint::RobotsCopy& copy,
                int64_t now_us, int64_t wall_us);
   // The robots copy of a host for a checkpoint entry, from memory or, for
@@ -219,7 +221,6 @@ class HostTable {
   // What stays of an evicted record (keyed by XXH3 of the host key).
   struct Evicted {
     int64_t valid_until_us = 0;  // monotonic; 0: no rules were in force
-    bool has_copy = false;
   };
   std::unordered_map<uint64_t, Evicted> evicted_;
   Loader loader_;

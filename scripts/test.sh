@@ -111,7 +111,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     # Left to real runs: fixtures of 1M-10M entries and fixed iteration
     # counts in the millions, which take minutes under ASan.
     "$b" --benchmark_min_time=0.01 \
-      --benchmark_filter='-(10M|1M|StoreContains|StoreInsert|StoreReopen|StoreBloom|StoreFill|HalfHit|FalsePositiveRate|ClaimTableNewBody|Redis|HostRecords/100000)' \
+      --benchmark_filter='-(10M|1M|StoreContains|StoreInsert|StoreReopen|StoreBloom|StoreFill|HalfHit|FalsePositiveRate|ClaimTableNewBody|Redis|HostRecords/100000|RestoreHosts/100000)' \
       >/dev/null
   done
 fi

@@ -153,6 +153,47 @@ TEST_F(HostsTest, ARecordStaysWhileItsCopyIsNotDurableOrRobotsTxtIsUnderWay) {
   EXPECT_TRUE(table_->Find(d)->fetched != nullptr);
 }
 
+// A restart restores every host as evicted: nothing parsed or held until
+// the host's first page, which finds the rules and the Crawl-delay.
+TEST_F(HostsTest, ARestartRestoresRecordsAsEvictedAndLoadsThemAtTheirPage) {
+  const std::string body = kRobots + "Crawl-delay: 2\n";
+  Fetched(kA, 200, body, 0);
+  Checkpoint();
+  const checkpoint::RobotsCopy copy = *table_->Find(kA)->copy;
+
+  // The next process: a new frontier and table, the same store.
+  frontier_ = frontier::Frontier::Open(frontier::Options()).value();
+  HostTable::Options o;
+  o.idle_evict_us = 10 * kS;
+  HostTable next(o, frontier_.get(), &stats_, &log_);
+  next.SetLoader([this](std::string_view key)
+                     -> Result<std::optional<checkpoint::RobotsCopy>> {
+    auto host = checkpoint::LoadHostState(*store_, key);
+    if (!host.ok()) return host.status();
+    if (!host->has_value()) return std::optional<checkpoint::RobotsCopy>();
+    return (*host)->robots;
+  });
+  const std::string expired = "http://old.test:80";
+  checkpoint::RobotsCopy old = copy;
+  old.expires_unix_us = kWall - kS;
+  // Wall time 50 s after the fetch: 50 s of the 100 s TTL left.
+  EXPECT_TRUE(next.Restore(kA, copy, 7 * kS, kWall + 50 * kS));
+  EXPECT_FALSE(next.Restore(expired, old, 7 * kS, kWall + 50 * kS));
+  EXPECT_EQ(next.size(), 0u);
+  EXPECT_EQ(next.evicted(), 2u);
+  EXPECT_EQ(next.StateOf(kA, 8 * kS), RobotsState::kReady);
+  EXPECT_EQ(next.StateOf(expired, 8 * kS), RobotsState::kUnknown);
+
+  HostTable::Gate g = next.CheckPage(kA, "/private/x", 8 * kS);
+  EXPECT_EQ(g.kind, HostTable::Gate::kDisallowed);
+  ASSERT_TRUE(frontier_->Host(kA).has_value());
+  EXPECT_EQ(frontier_->Host(kA)->crawl_delay_us, 2 * kS);
+  // In force until 50 s after the restart, as the copy said.
+  EXPECT_EQ(next.Find(kA)->robots_valid_until_us, 57 * kS);
+  EXPECT_EQ(next.CheckPage(kA, "/", 57 * kS).kind,
+            HostTable::Gate::kFetchRobots);
+}
+
 TEST_F(HostsTest, WithoutALoaderOrWithEvictionOffNothingLeaves) {
   Fetched(kA, 200, kRobots, 0);
   Checkpoint();
