@@ -371,7 +371,8 @@ def politeness(reqs: Iterable[dict], min_gap_us: int,
 
     An exchange the client left (cut "client": a body cut at the size cap,
     a timeout) ended when the client went, which the server only notices
-    some time later: between its last whole write (sent_us) and end_us.
+    some time later: between the last moment the kernel still held the
+    connection established (sent_us) and end_us.
     Only what is certain counts: such an exchange ends at sent_us here."""
     hosts = set(hosts)
     over, short = {}, {}
