@@ -5,6 +5,7 @@
 //
 // Counters: items/s = configs per second, bytes/s = TOML bytes per second.
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 
 #include <string>
 #include <vector>
@@ -111,5 +112,35 @@ void BM_TrapGuardPerLink(benchmark::State& state) {
       static_cast<int64_t>(state.iterations() * urls.size()));
 }
 BENCHMARK(BM_TrapGuardPerLink);
+
+// The host budget's counters: one per host the crawl admitted a URL of
+// (every host its links name). Heap bytes in use per host (mallinfo2;
+// 0 under the sanitizers), range(0) hosts.
+void BM_TrapGuardHostCounts(benchmark::State& state) {
+  const int hosts = static_cast<int>(state.range(0));
+  crawld::conf::TrapGuard::Options o;
+  o.host_budget = 100000;
+  std::vector<std::string> keys;
+  for (int i = 0; i < hosts; ++i) {
+    keys.push_back("https://host" + std::to_string(i) + ".example:443");
+  }
+  const crawld::url::Url u =
+      crawld::url::Parse("https://host.example/a/page.html").value();
+  double per_host = 0;
+  for (auto _ : state) {
+    const struct mallinfo2 before = mallinfo2();
+    crawld::conf::TrapGuard guard(o);
+    for (const std::string& key : keys) {
+      benchmark::DoNotOptimize(guard.Admit(key, u));
+    }
+    guard.ClearDirty();  // as after a checkpoint
+    const struct mallinfo2 after = mallinfo2();
+    per_host = (static_cast<double>(after.uordblks + after.hblkhd) -
+                static_cast<double>(before.uordblks + before.hblkhd)) /
+               hosts;
+  }
+  state.counters["heap_B_per_host"] = per_host;
+}
+BENCHMARK(BM_TrapGuardHostCounts)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

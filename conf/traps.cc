@@ -194,12 +194,7 @@ std::string_view TrapGuard::Admit(std::string_view host_key,
                                   const url::Url& u) {
   HostCount* host = nullptr;
   if (options_.host_budget > 0) {
-    // Looked up by view: a key is allocated once per host, not per URL.
-    auto it = per_host_.find(host_key);
-    if (it == per_host_.end()) {
-      it = per_host_.emplace(std::string(host_key), HostCount()).first;
-    }
-    host = &it->second;
+    host = &per_host_[HostHash(host_key)];
     if (host->admitted >= options_.host_budget) return "host_budget";
   }
   if (options_.max_query_variants > 0 && u.has_query()) {
@@ -226,8 +221,12 @@ std::string_view TrapGuard::Admit(std::string_view host_key,
   return "";
 }
 
+uint64_t TrapGuard::HostHash(std::string_view host_key) {
+  return XXH3_64bits(host_key.data(), host_key.size());
+}
+
 uint64_t TrapGuard::Admitted(std::string_view host_key) const {
-  auto it = per_host_.find(host_key);
+  auto it = per_host_.find(HostHash(host_key));
   return it == per_host_.end() ? 0 : it->second.admitted;
 }
 
@@ -235,7 +234,7 @@ void TrapGuard::ForEachDirty(
     const std::function<void(const std::string&, uint64_t)>& host,
     const std::function<void(uint64_t, uint32_t)>& path) const {
   for (const std::string& key : dirty_hosts_) {
-    auto it = per_host_.find(key);
+    auto it = per_host_.find(HostHash(key));
     if (it != per_host_.end()) host(key, it->second.admitted);
   }
   for (uint64_t key : dirty_paths_) {
@@ -246,25 +245,21 @@ void TrapGuard::ForEachDirty(
 
 void TrapGuard::ClearDirty() {
   for (const std::string& key : dirty_hosts_) {
-    auto it = per_host_.find(key);
+    auto it = per_host_.find(HostHash(key));
     if (it != per_host_.end()) it->second.dirty = false;
   }
   for (uint64_t key : dirty_paths_) {
     auto it = per_path_.find(key);
     if (it != per_path_.end()) it->second.dirty = false;
   }
-  dirty_hosts_.clear();
-  dirty_paths_.clear();
+  // Released, not cleared: after a burst of new hosts the capacity would
+  // stay as a few dozen bytes per host for the rest of the crawl.
+  std::vector<std::string>().swap(dirty_hosts_);
+  std::vector<uint64_t>().swap(dirty_paths_);
 }
 
 void TrapGuard::RestoreHost(std::string_view host_key, uint64_t admitted) {
-  if (admitted > 0) {
-    auto it = per_host_.find(host_key);
-    if (it == per_host_.end()) {
-      it = per_host_.emplace(std::string(host_key), HostCount()).first;
-    }
-    it->second.admitted = admitted;
-  }
+  if (admitted > 0) per_host_[HostHash(host_key)].admitted = admitted;
 }
 
 void TrapGuard::RestoreVariants(uint64_t key, uint32_t variants) {
