@@ -65,12 +65,8 @@ void BM_HostRecords(benchmark::State& state) {
   }
   const double h0 = HeapBytes();
   auto table = std::make_unique<HostTable>(o, frontier.get(), &stats, &log);
-  table->SetLoader([&store](std::string_view key)
-                       -> Result<std::optional<checkpoint::RobotsCopy>> {
-    auto host = checkpoint::LoadHostState(*store, key);
-    if (!host.ok()) return host.status();
-    if (!host->has_value()) return std::optional<checkpoint::RobotsCopy>();
-    return (*host)->robots;
+  table->SetLoader([&store](std::string_view key) {
+    return checkpoint::LoadRobotsCopy(*store, key);
   });
   for (int i = 0; i < hosts; ++i) {
     (void)table->CheckPage(keys[i], "/", 0);

@@ -263,15 +263,15 @@ void EncodeCrawlState(const CrawlState& s, Store::Batch* batch) {
   }
 }
 
-Result<std::optional<HostState>> LoadHostState(const Store& store,
-                                               std::string_view host_key) {
+Result<std::optional<RobotsCopy>> LoadRobotsCopy(const Store& store,
+                                                 std::string_view host_key) {
   const std::string key = std::string(kHostPrefix) + std::string(host_key);
   Result<std::optional<std::string>> value = store.Get(key);
   if (!value.ok()) return value.status();
-  if (!value->has_value()) return std::optional<HostState>();
+  if (!value->has_value()) return std::optional<RobotsCopy>();
   std::optional<HostState> h = DecodeHost(**value);
   if (!h.has_value()) return Corrupt(key);
-  return h;
+  return std::move(h->robots);
 }
 
 Result<CrawlMeta> LoadCrawlMeta(const Store& store) {

@@ -131,11 +131,11 @@ struct LoadCallbacks {
 [[nodiscard]] Result<CrawlState> LoadCrawlState(const Store& store,
                                                 const LoadCallbacks& on);
 
-// One host's record as the last checkpoint wrote it; nullopt when it has
-// none. For a record that left memory (daemon/hosts.h) and is needed again.
-// Errors: Corruption for a value that does not decode, and the store's own
-// I/O errors.
-[[nodiscard]] Result<std::optional<HostState>> LoadHostState(
+// One host's robots copy as the last checkpoint wrote it; nullopt when it
+// has none. For a record that left memory (daemon/hosts.h, its Loader) and
+// is needed again. Errors: Corruption for a value that does not decode,
+// and the store's own I/O errors.
+[[nodiscard]] Result<std::optional<RobotsCopy>> LoadRobotsCopy(
     const Store& store, std::string_view host_key);
 
 // Only the scalar part (the worker count, before anything else is set up).

@@ -68,13 +68,8 @@ std::optional<fetcher::Response> ResponseOf(const store::Record& rec) {
 Recovery::Recovery(const Options& options, const Parts& parts)
     : options_(options), parts_(parts) {
   if (parts_.state == nullptr || parts_.hosts == nullptr) return;
-  parts_.hosts->SetLoader([store = parts_.state](std::string_view host_key)
-                              -> Result<std::optional<checkpoint::RobotsCopy>> {
-    Result<std::optional<checkpoint::HostState>> host =
-        checkpoint::LoadHostState(*store, host_key);
-    if (!host.ok()) return host.status();
-    if (!host->has_value()) return std::optional<checkpoint::RobotsCopy>();
-    return std::move((*host)->robots);
+  parts_.hosts->SetLoader([store = parts_.state](std::string_view host_key) {
+    return checkpoint::LoadRobotsCopy(*store, host_key);
   });
 }
 

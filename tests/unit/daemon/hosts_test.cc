@@ -38,12 +38,7 @@ class HostsTest : public ::testing::Test {
                           -> Result<std::optional<checkpoint::RobotsCopy>> {
       ++loads_;
       if (fail_loads_) return Status::IOError("disk on fire");
-      auto host = checkpoint::LoadHostState(*store_, key);
-      if (!host.ok()) return host.status();
-      if (!host->has_value()) {
-        return std::optional<checkpoint::RobotsCopy>();
-      }
-      return (*host)->robots;
+      return checkpoint::LoadRobotsCopy(*store_, key);
     });
   }
 
@@ -166,12 +161,8 @@ TEST_F(HostsTest, ARestartRestoresRecordsAsEvictedAndLoadsThemAtTheirPage) {
   HostTable::Options o;
   o.idle_evict_us = 10 * kS;
   HostTable next(o, frontier_.get(), &stats_, &log_);
-  next.SetLoader([this](std::string_view key)
-                     -> Result<std::optional<checkpoint::RobotsCopy>> {
-    auto host = checkpoint::LoadHostState(*store_, key);
-    if (!host.ok()) return host.status();
-    if (!host->has_value()) return std::optional<checkpoint::RobotsCopy>();
-    return (*host)->robots;
+  next.SetLoader([this](std::string_view key) {
+    return checkpoint::LoadRobotsCopy(*store_, key);
   });
   const std::string expired = "http://old.test:80";
   checkpoint::RobotsCopy old = copy;
