@@ -11,6 +11,14 @@
 // A slot's text is one byte (the record id's length), the record id, the
 // URI; the slot points at it with (offset << 24 | length).
 //
+// Only the header and the buckets are mapped. The text area is written
+// and read with pwrite and pread: its bytes grow with every document the
+// crawl claims (about 120 a claim, 120 MB over a million pages), and
+// mapped, each worker that touched them carried them in its resident set
+// for the rest of the crawl. Through the file they are the kernel's page
+// cache alone, the same bytes every process sees, at a system call per
+// claim and per settle.
+//
 // Every slot field is read and written under its bucket's mutex. The order
 // of the writes is what makes a process killed mid-way harmless: a new
 // slot's text, then its fields and checksum, then its state, then its tag;
@@ -86,6 +94,39 @@ void Order() { std::atomic_thread_fence(std::memory_order_release); }
 
 std::string Errno(const std::string& what) {
   return "claim table: " + what + ": " + std::strerror(errno);
+}
+
+// Whole reads and writes at an offset (a short count or EINTR continues).
+bool PreadAll(int fd, char* out, size_t n, uint64_t off) {
+  while (n > 0) {
+    const ssize_t r = pread(fd, out, n, static_cast<off_t>(off));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    out += r;
+    n -= static_cast<size_t>(r);
+    off += static_cast<uint64_t>(r);
+  }
+  return true;
+}
+
+// A slot's text, as ValidText read it: its record id and its URI.
+void SplitText(const std::string& raw, std::string* record_id,
+               std::string* uri) {
+  const auto id_len = static_cast<uint8_t>(raw[0]);
+  record_id->assign(raw, 1, id_len);
+  uri->assign(raw, 1 + size_t{id_len});
+}
+
+bool PwriteAll(int fd, const char* in, size_t n, uint64_t off) {
+  while (n > 0) {
+    const ssize_t r = pwrite(fd, in, n, static_cast<off_t>(off));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    in += r;
+    n -= static_cast<size_t>(r);
+    off += static_cast<uint64_t>(r);
+  }
+  return true;
 }
 
 }  // namespace
@@ -261,7 +302,24 @@ Result<std::unique_ptr<ClaimTable>> ClaimTable::Open(const Options& options) {
       size = want_size;
       fresh = true;
     }
-    void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    // The header and the buckets: an existing table's header says where
+    // they end. A header that says nothing sane maps alone, and the checks
+    // below reject the file or try again.
+    uint64_t mapped = want_text_offset;
+    if (!fresh) {
+      mapped = kHeaderBytes;
+      void* head = mmap(nullptr, kHeaderBytes, PROT_READ, MAP_SHARED, fd, 0);
+      if (head != MAP_FAILED) {
+        const auto* h = static_cast<const Header*>(head);
+        if (std::memcmp(h->magic, kMagic, sizeof(kMagic)) == 0 &&
+            h->text_offset > kHeaderBytes && h->text_offset <= size) {
+          mapped = h->text_offset;
+        }
+        munmap(head, kHeaderBytes);
+      }
+    }
+    void* base =
+        mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
       Status s = Status::IOError(Errno("mmap " + path));
       close(fd);
@@ -272,7 +330,7 @@ Result<std::unique_ptr<ClaimTable>> ClaimTable::Open(const Options& options) {
     if (!fresh && !has_magic) {
       const bool blank = std::all_of(h->magic, h->magic + sizeof(h->magic),
                                      [](char c) { return c == 0; });
-      munmap(base, size);
+      munmap(base, mapped);
       if (!blank) {
         close(fd);
         return Status::Corruption("claim table: " + path +
@@ -292,7 +350,7 @@ Result<std::unique_ptr<ClaimTable>> ClaimTable::Open(const Options& options) {
       continue;
     }
     std::unique_ptr<ClaimTable> t(
-        new ClaimTable(base, size, fd, !fresh && size != want_size));
+        new ClaimTable(base, mapped, fd, !fresh && size != want_size));
     pthread_mutexattr_t attr;
     pthread_mutexattr_init(&attr);
     pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
@@ -365,8 +423,12 @@ Result<std::unique_ptr<ClaimTable>> ClaimTable::Open(const Options& options) {
                          ": its creator keeps dying; remove the file");
 }
 
-ClaimTable::ClaimTable(void* base, uint64_t size, int fd, bool size_from_file)
-    : base_(base), size_(size), fd_(fd), size_from_file_(size_from_file) {
+ClaimTable::ClaimTable(void* base, uint64_t mapped_bytes, int fd,
+                       bool size_from_file)
+    : base_(base),
+      mapped_bytes_(mapped_bytes),
+      fd_(fd),
+      size_from_file_(size_from_file) {
   // The layout docs/STORE.md describes.
   static_assert(sizeof(Header) <= kHeaderBytes);
   static_assert(sizeof(Slot) == 40);
@@ -394,7 +456,7 @@ bool ClaimTable::TextBacked(uint64_t end) {
 }
 
 ClaimTable::~ClaimTable() {
-  munmap(base_, size_);
+  munmap(base_, mapped_bytes_);
   close(fd_);  // drops the shared flock
 }
 
@@ -408,31 +470,41 @@ void ClaimTable::BucketsOf(const Digest128& d, uint64_t* a, uint64_t* b) const {
   *b = Reduce(internal::Mix(d.low ^ kSeedB), n);
 }
 
-bool ClaimTable::SlotValid(const Slot& s) const {
+bool ClaimTable::ValidText(const Slot& s, std::string* raw) const {
   const auto* h = static_cast<const Header*>(base_);
   const uint64_t off = s.text >> 24;
   const uint64_t len = s.text & kMaxTextLength;
   if (len < 2 || off > h->text_capacity || len > h->text_capacity - off) {
     return false;
   }
-  const char* bytes = static_cast<const char*>(base_) + h->text_offset + off;
-  const auto id_len = static_cast<uint8_t>(bytes[0]);
+  raw->resize(len);
+  if (!PreadAll(fd_, raw->data(), len, h->text_offset + off)) return false;
+  const auto id_len = static_cast<uint8_t>((*raw)[0]);
   if (id_len == 0 || uint64_t{id_len} + 1 >= len) return false;
-  return CheckOf(s.key_high, s.key_low, s.time_us, s.text, bytes, len) ==
+  return CheckOf(s.key_high, s.key_low, s.time_us, s.text, raw->data(), len) ==
          s.check;
+}
+
+bool ClaimTable::SlotValid(const Slot& s) const {
+  std::string raw;
+  return ValidText(s, &raw);
 }
 
 bool ClaimTable::ReadText(const Slot& s, std::string* record_id,
                           std::string* uri) const {
-  if (!SlotValid(s)) return false;
-  const auto* h = static_cast<const Header*>(base_);
-  const char* bytes =
-      static_cast<const char*>(base_) + h->text_offset + (s.text >> 24);
-  const uint64_t len = s.text & kMaxTextLength;
-  const auto id_len = static_cast<uint8_t>(bytes[0]);
-  record_id->assign(bytes + 1, id_len);
-  uri->assign(bytes + 1 + id_len, len - 1 - id_len);
+  std::string raw;
+  if (!ValidText(s, &raw)) return false;
+  SplitText(raw, record_id, uri);
   return true;
+}
+
+bool ClaimTable::WriteText(uint64_t off, const char* bytes, size_t n) {
+  const auto* h = static_cast<const Header*>(base_);
+  return PwriteAll(fd_, bytes, n, h->text_offset + off);
+}
+
+uint64_t ClaimTable::file_bytes() const {
+  return mapped_bytes_ + text_capacity();
 }
 
 void ClaimTable::Repair(Bucket& b) {
@@ -445,10 +517,13 @@ void ClaimTable::Repair(Bucket& b) {
       const auto* h = static_cast<const Header*>(base_);
       const uint64_t off = s.text >> 24;
       const uint64_t len = s.text & kMaxTextLength;
-      if (off <= h->text_capacity && len <= h->text_capacity - off) {
-        s.check = CheckOf(
-            s.key_high, s.key_low, s.time_us, s.text,
-            static_cast<const char*>(base_) + h->text_offset + off, len);
+      std::string raw(
+          off <= h->text_capacity && len <= h->text_capacity - off ? len : 0,
+          '\0');
+      if (!raw.empty() &&
+          PreadAll(fd_, raw.data(), len, h->text_offset + off)) {
+        s.check =
+            CheckOf(s.key_high, s.key_low, s.time_us, s.text, raw.data(), len);
       }
       s.state = kPending;
     }
@@ -494,8 +569,10 @@ ClaimResult ClaimTable::Claim(const Digest128& digest,
         continue;
       }
       DocumentClaim& c = out.claim;
-      if (!ReadText(s, &c.record_id, &c.target_uri)) {
-        // Torn by a crash: drop it and claim afresh below.
+      std::string raw;
+      if (!ValidText(s, &raw)) {
+        // Torn by a crash (or its text unreadable): drop it and claim
+        // afresh below; at worst the body is stored in full once more.
         b->tags[k] = 0;
         Order();
         s.state = kEmpty;
@@ -504,6 +581,7 @@ ClaimResult ClaimTable::Claim(const Digest128& digest,
         dropped_.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
+      SplitText(raw, &c.record_id, &c.target_uri);
       c.time_us = s.time_us;
       c.stored = s.state == kStored;
       if (!c.stored && c.target_uri == proposal.target_uri) {
@@ -512,10 +590,8 @@ ClaimResult ClaimTable::Claim(const Digest128& digest,
         s.state = kUpdating;
         Order();
         s.time_us = proposal.time_us;
-        const char* bytes = reinterpret_cast<const char*>(base_) +
-                            h->text_offset + (s.text >> 24);
-        s.check = CheckOf(s.key_high, s.key_low, s.time_us, s.text, bytes,
-                          s.text & kMaxTextLength);
+        s.check = CheckOf(s.key_high, s.key_low, s.time_us, s.text, raw.data(),
+                          raw.size());
         Order();
         s.state = kPending;
         c.time_us = proposal.time_us;
@@ -554,17 +630,22 @@ ClaimResult ClaimTable::Claim(const Digest128& digest,
       return out;
     }
   } while (!h->text_used.compare_exchange_weak(off, off + text_len));
-  char* bytes = static_cast<char*>(base_) + h->text_offset + off;
-  bytes[0] = static_cast<char>(proposal.record_id.size());
-  std::memcpy(bytes + 1, proposal.record_id.data(), proposal.record_id.size());
-  std::memcpy(bytes + 1 + proposal.record_id.size(), proposal.target_uri.data(),
-              proposal.target_uri.size());
+  std::string text;
+  text.reserve(text_len);
+  text.push_back(static_cast<char>(proposal.record_id.size()));
+  text.append(proposal.record_id).append(proposal.target_uri);
+  if (!WriteText(off, text.data(), text.size())) {
+    // The bytes taken stay unused, as a process's that died here.
+    out.error = Errno("write");
+    return out;
+  }
   Slot& s = target->slots[k];
   s.key_high = digest.high;
   s.key_low = digest.low;
   s.time_us = proposal.time_us;
   s.text = off << 24 | text_len;
-  s.check = CheckOf(s.key_high, s.key_low, s.time_us, s.text, bytes, text_len);
+  s.check =
+      CheckOf(s.key_high, s.key_low, s.time_us, s.text, text.data(), text_len);
   Order();
   s.state = kPending;
   Order();
@@ -653,10 +734,9 @@ void ClaimTable::TEST_AbandonClaim(const Digest128& digest, int stage) {
   const std::string uri = "http://abandoned.test/";
   const uint64_t len = 1 + id.size() + uri.size();
   const uint64_t off = h->text_used.fetch_add(len);
-  char* bytes = static_cast<char*>(base_) + h->text_offset + off;
-  bytes[0] = static_cast<char>(id.size());
-  std::memcpy(bytes + 1, id.data(), id.size());
-  std::memcpy(bytes + 1 + id.size(), uri.data(), uri.size());
+  const std::string text = static_cast<char>(id.size()) + id + uri;
+  const char* bytes = text.data();
+  if (!WriteText(off, bytes, len)) return;
   Slot& s = b.slots[k];
   s.key_high = digest.high;
   s.key_low = digest.low;

@@ -513,7 +513,7 @@ class DocumentClaims {
   [[nodiscard]] virtual uint64_t capacity() const = 0;
 };
 
-// The claim store of one machine: a file mapped by every process of the
+// The claim store of one machine: a file shared by every process of the
 // crawl there (Options::claims_path), so all the workers of a node see one
 // table, synchronously, with no server.
 //
@@ -525,7 +525,12 @@ class DocumentClaims {
 // to about 90% before a digest finds both full. The text (record id and
 // URI) is appended to the text area and never moved.
 //
-// Durability: the file is MAP_SHARED, so a claim is in the page cache when
+// Memory: the header and the buckets are mapped (MAP_SHARED; about 51
+// bytes a digest of max_documents, resident from the start); the text
+// area is not, and is read and written through the file, so a worker's
+// resident memory does not grow with the documents claimed.
+//
+// Durability: buckets and text alike are in the page cache when
 // Claim returns and survives the death of any process (kill -9); the kernel
 // writes it back within its dirty expiry (about 30 s), so a machine crash
 // may lose the last claims: those bodies are then stored in full once
@@ -567,7 +572,7 @@ class ClaimTable final : public DocumentClaims {
   [[nodiscard]] uint64_t text_capacity() const;
   // The file's size (bytes) and whether it differs from what the options
   // asked (an existing table was opened).
-  [[nodiscard]] uint64_t file_bytes() const { return size_; }
+  [[nodiscard]] uint64_t file_bytes() const;
   [[nodiscard]] bool size_from_file() const { return size_from_file_; }
   // Buckets this handle repaired after a process died inside them, and
   // slots it dropped for a bad checksum (counts).
@@ -588,20 +593,26 @@ class ClaimTable final : public DocumentClaims {
   struct Slot;
   struct Bucket;
   class Locked;
-  ClaimTable(void* base, uint64_t size, int fd, bool size_from_file);
+  ClaimTable(void* base, uint64_t mapped_bytes, int fd, bool size_from_file);
   Bucket& BucketAt(uint64_t i) const;
   void BucketsOf(const Digest128& digest, uint64_t* a, uint64_t* b) const;
   // Repairs `b` after its locker died: drops slots with a bad checksum,
   // rebuilds tags and the used count.
   void Repair(Bucket& b);
   bool ReadText(const Slot& s, std::string* record_id, std::string* uri) const;
+  // Reads the slot's text from the file into `raw`: true when the slot
+  // points inside the text area, the read succeeds and the checksum
+  // matches.
+  bool ValidText(const Slot& s, std::string* raw) const;
   bool SlotValid(const Slot& s) const;
+  // Writes `n` bytes at `off` into the text area; false on an I/O error.
+  bool WriteText(uint64_t off, const char* bytes, size_t n);
   // Takes the disk blocks of the text area up to `end` (bytes into it);
   // false when the disk has no room.
   bool TextBacked(uint64_t end);
 
-  void* base_;
-  uint64_t size_;
+  void* base_;             // the header and the buckets, mapped
+  uint64_t mapped_bytes_;  // their size: where the text area starts
   int fd_;
   bool size_from_file_;
   std::atomic<uint64_t> repaired_{0};

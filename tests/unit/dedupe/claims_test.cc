@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -346,6 +347,65 @@ TEST(ClaimTable, Issue14_TextAreaBoundRefusesNewBodies) {
             used + small_len <= (64 << 10) ? ClaimOutcome::kClaimed
                                            : ClaimOutcome::kFull);
   EXPECT_LE(t->text_used(), t->text_capacity());
+}
+
+// Resident bytes of this process's mappings of `path` (/proc/self/smaps).
+uint64_t ResidentBytesOf(const std::string& path) {
+  std::ifstream smaps("/proc/self/smaps");
+  const std::string canonical = fs::canonical(path).string();
+  uint64_t kb = 0;
+  bool in_file = false;
+  for (std::string line; std::getline(smaps, line);) {
+    // A mapping's first line: "start-end perms offset dev inode  path".
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) &&
+        line.find('-') < line.find(' ')) {
+      in_file = line.size() >= canonical.size() &&
+                line.compare(line.size() - canonical.size(), canonical.size(),
+                             canonical) == 0;
+    } else if (in_file && line.rfind("Rss:", 0) == 0) {
+      kb += std::stoull(line.substr(4));
+    }
+  }
+  return kb * 1024;
+}
+
+// Issue 16 (flat memory over a long crawl): a worker claims the body of
+// every page it stores, and each claim's text (record id and URI) stays in
+// the table for the crawl. Those bytes live in the file, not in the
+// worker's resident memory: what is mapped is the buckets, sized when the
+// table is created, however many documents are claimed.
+TEST(ClaimTable, Issue16_ClaimsTextIsNotResidentInTheProcess) {
+  TempDir dir;
+  Options o = TableOptions(dir.path(), 20'000);
+  o.claim_text_bytes = 64 << 20;
+  auto t = OpenTable(o);
+  ASSERT_NE(t, nullptr);
+  const uint64_t buckets_bytes = t->file_bytes() - t->text_capacity();
+  const std::string path_tail = "http://long.test/" + std::string(2000, 'p');
+  for (int i = 0; i < 15'000; ++i) {
+    const std::string n = std::to_string(i);
+    const Digest128 d = DocumentDigest128(n);
+    ASSERT_EQ(t->Claim(d, Proposal(n, path_tail + n, i)).outcome,
+              ClaimOutcome::kClaimed);
+    ASSERT_TRUE(t->Settle(d, "<urn:uuid:" + n + ">", true).ok());
+  }
+  ASSERT_GT(t->text_used(), uint64_t{28} << 20);  // 29 MiB of text written
+  // (whole pages: the last bucket's page holds the text area's start)
+  EXPECT_LE(ResidentBytesOf(o.claims_path),
+            (buckets_bytes + 4095) / 4096 * 4096);
+  // And every claim reads back whole, from another handle too.
+  auto other = OpenTable(o);
+  ASSERT_NE(other, nullptr);
+  for (int i = 0; i < 15'000; i += 997) {
+    const std::string n = std::to_string(i);
+    ClaimResult r =
+        other->Claim(DocumentDigest128(n), Proposal("x", "http://x/", 0));
+    ASSERT_EQ(r.outcome, ClaimOutcome::kDuplicate) << i;
+    EXPECT_EQ(r.claim.record_id, "<urn:uuid:" + n + ">");
+    EXPECT_EQ(r.claim.target_uri, path_tail + n);
+    EXPECT_EQ(r.claim.time_us, i);
+    EXPECT_TRUE(r.claim.stored);
+  }
 }
 
 TEST(ClaimTable, Issue14_ExistingTableKeepsItsSize) {
