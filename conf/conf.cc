@@ -392,11 +392,12 @@ constexpr Key kKeys[] = {
            "per host)."),
     IntKey(CRAWLD_CONF_FIELD(fetch, max_idle_connections), 0, 100'000,
            "Idle keep-alive connections a worker keeps for the next page of "
-           "their host (only hosts with more URLs queued keep theirs), least "
-           "recently used closed first; size it to the hosts a worker has "
-           "in rotation. Fewer if the open-file limit (raised to its hard "
-           "limit at start) is too low for max_connections plus these plus "
-           "256 files."),
+           "their host (only hosts with more URLs queued keep theirs); when "
+           "they are all taken, a new host's connection is closed after its "
+           "page and the hosts holding one keep it. Size it to the hosts a "
+           "worker has in rotation. Fewer if the open-file limit (raised to "
+           "its hard limit at start) is too low for max_connections plus "
+           "these plus 256 files."),
     IntKey(CRAWLD_CONF_FIELD(fetch, memory_body_bytes), 0, 1ll << 30,
            "Bodies larger than this many bytes are spilled to a temporary "
            "file instead of memory."),

@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -245,6 +246,18 @@ std::string_view StateName(State s) {
 }
 
 struct Fetcher::Impl {
+  // One curl multi handle and its timer. The connections are split over
+  // several, by origin: curl 7.88 walks the whole pool of a multi handle
+  // at each transfer's end (curl_multi_remove_handle looks at every cached
+  // connection whenever the transfer's own was kept), so with thousands of
+  // idle connections one pool cost a worker 10% of its CPU (perf, a
+  // 10,000-host web); over k handles each walk is 1/k as long.
+  struct Shard {
+    Impl* impl = nullptr;
+    CURLM* multi = nullptr;
+    uv_timer_t* timer = nullptr;  // CURLMOPT_TIMERFUNCTION's timer
+  };
+
   struct Fetch {
     Impl* impl = nullptr;
     CURL* easy = nullptr;
@@ -259,6 +272,10 @@ struct Fetcher::Impl {
     uint64_t max_body = 0;
     bool in_multi = false;          // added to the multi handle
     bool request_complete = false;  // request head fully captured
+    // What curl's connection pool keys reuse on: scheme, host and port
+    // (the address is pinned per transfer, so not the address).
+    std::string origin;
+    Shard* shard = nullptr;  // the multi handle it runs on (by origin)
 
     // --- the response head (of the final response once head_final) ---
     bool head_complete = false;  // blank line of the current head seen
@@ -295,6 +312,7 @@ struct Fetcher::Impl {
   struct SockPoll {
     uv_poll_t poll;
     Impl* impl;
+    Shard* shard;  // whose multi handle the socket belongs to
     curl_socket_t fd;
     int events = 0;           // UV_READABLE / UV_WRITABLE being watched
     bool curl_wants = false;  // from curl's IN/OUT up to its REMOVE
@@ -302,18 +320,21 @@ struct Fetcher::Impl {
 
   uv_loop_t* loop = nullptr;
   Options options;
-  CURLM* multi = nullptr;
+  std::vector<std::unique_ptr<Shard>> shards;
   bool shut_down = false;
-  uv_timer_t* curl_timer = nullptr;   // CURLMOPT_TIMERFUNCTION's timer
   uv_timer_t* defer_timer = nullptr;  // delivers `completions`
   uv_timer_t* watchdog = nullptr;     // time limits, while `active`
   uint64_t last_tick_ns = 0;          // the watchdog's previous run
-  std::unordered_set<Fetch*> active;  // added to `multi`
+  std::unordered_set<Fetch*> active;  // added to their shard's multi
   // Waiting for a slot. We gate on max_connections ourselves instead of
   // letting curl queue (CURLMOPT_MAX_TOTAL_CONNECTIONS alone): curl counts
   // the time a transfer waits for a connection against its timeout.
   std::deque<Fetch*> queued;
   std::unordered_map<curl_socket_t, SockPoll*> polls;  // by descriptor
+  // Every socket curl has open, and its origin (see Keeps()). A socket
+  // is one connection, to one origin, for its life.
+  std::unordered_map<curl_socket_t, std::string> origin_of_socket;
+  std::unordered_map<std::string, int> sockets_of_origin;
   std::vector<Completion> completions;
   Stats stats;
   // Easy handles of finished transfers, reset (curl_easy_reset keeps their
@@ -532,7 +553,8 @@ struct Fetcher::Impl {
 
   static int OnCurlSocket(CURL*, curl_socket_t s, int action, void* userp,
                           void* socketp) {
-    Impl* impl = static_cast<Impl*>(userp);
+    Shard* shard = static_cast<Shard*>(userp);
+    Impl* impl = shard->impl;
     SockPoll* sp = static_cast<SockPoll*>(socketp);
     if (action == CURL_POLL_REMOVE) {
       // curl stops watching: the connection goes idle (kept alive) or is
@@ -543,7 +565,7 @@ struct Fetcher::Impl {
         sp->curl_wants = false;
         // An idle connection does not keep the loop alive (as before).
         uv_unref(reinterpret_cast<uv_handle_t*>(&sp->poll));
-        curl_multi_assign(impl->multi, s, nullptr);
+        curl_multi_assign(shard->multi, s, nullptr);
       }
       return 0;
     }
@@ -562,7 +584,8 @@ struct Fetcher::Impl {
         sp->poll.data = sp;
         impl->polls.emplace(s, sp);
       }
-      curl_multi_assign(impl->multi, s, sp);
+      sp->shard = shard;
+      curl_multi_assign(shard->multi, s, sp);
     }
     sp->curl_wants = true;
     uv_ref(reinterpret_cast<uv_handle_t*>(&sp->poll));
@@ -587,6 +610,7 @@ struct Fetcher::Impl {
   // watcher.
   static int OnCloseSocket(void* clientp, curl_socket_t s) {
     Impl* impl = static_cast<Impl*>(clientp);
+    impl->ForgetSocket(s);
     if (auto it = impl->polls.find(s); it != impl->polls.end()) {
       SockPoll* sp = it->second;
       impl->polls.erase(it);
@@ -597,14 +621,14 @@ struct Fetcher::Impl {
   }
 
   static int OnCurlTimer(CURLM*, long timeout_ms, void* userp) {
-    Impl* impl = static_cast<Impl*>(userp);
-    if (impl->shut_down) return 0;
+    Shard* shard = static_cast<Shard*>(userp);
+    if (shard->impl->shut_down) return 0;
     if (timeout_ms < 0) {
-      uv_timer_stop(impl->curl_timer);
+      uv_timer_stop(shard->timer);
     } else {
       // 0 means "now"; 1 ms keeps libuv 1.44 from re-running a re-armed
       // timer in the same timers phase (as multi-uv.c does).
-      uv_timer_start(impl->curl_timer, OnUvTimer,
+      uv_timer_start(shard->timer, OnUvTimer,
                      std::max<uint64_t>(static_cast<uint64_t>(timeout_ms), 1),
                      0);
     }
@@ -629,15 +653,15 @@ struct Fetcher::Impl {
       if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
     }
     int running = 0;
-    curl_multi_socket_action(impl->multi, sp->fd, flags, &running);
+    curl_multi_socket_action(sp->shard->multi, sp->fd, flags, &running);
     impl->CheckMultiInfo();  // may destroy *impl
   }
 
   static void OnUvTimer(uv_timer_t* t) {
-    Impl* impl = static_cast<Impl*>(t->data);
+    Shard* shard = static_cast<Shard*>(t->data);
     int running = 0;
-    curl_multi_socket_action(impl->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    impl->CheckMultiInfo();  // may destroy *impl
+    curl_multi_socket_action(shard->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    shard->impl->CheckMultiInfo();  // may destroy *impl
   }
 
   // --- time limits (see the file comment of fetcher.h) ---
@@ -725,15 +749,15 @@ struct Fetcher::Impl {
     if (over.empty()) return;
     // Never decide a timeout without reading what is already there: a
     // response may have arrived in full since the last poll.
-    std::vector<curl_socket_t> readable;
+    std::vector<std::pair<CURLM*, curl_socket_t>> readable;
     for (const auto& [fd, sp] : polls) {
       if (sp->curl_wants && (sp->events & UV_READABLE)) {
-        readable.push_back(fd);
+        readable.emplace_back(sp->shard->multi, fd);
       }
     }
     int running = 0;
-    for (curl_socket_t fd : readable) {
-      curl_multi_socket_action(multi, fd, CURL_CSELECT_IN, &running);
+    for (const auto& [m, fd] : readable) {
+      curl_multi_socket_action(m, fd, CURL_CSELECT_IN, &running);
     }
     std::vector<Completion> out;
     CollectFinished(&out);
@@ -798,7 +822,7 @@ struct Fetcher::Impl {
 
   // Fills the response of a finished transfer and frees its curl state.
   Completion Finish(Fetch* f, CURLcode code, bool aborted) {
-    if (f->in_multi) curl_multi_remove_handle(multi, f->easy);
+    if (f->in_multi) curl_multi_remove_handle(f->shard->multi, f->easy);
     Response& r = f->response;
     char* ip = nullptr;
     if (curl_easy_getinfo(f->easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK &&
@@ -896,11 +920,13 @@ struct Fetcher::Impl {
     // Collect first: Finish() removes handles, which would invalidate the
     // message queue while it is read.
     std::vector<std::pair<Fetch*, CURLcode>> finished;
-    while ((msg = curl_multi_info_read(multi, &left)) != nullptr) {
-      if (msg->msg != CURLMSG_DONE) continue;
-      Fetch* f = nullptr;
-      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &f);
-      finished.emplace_back(f, msg->data.result);
+    for (const auto& shard : shards) {
+      while ((msg = curl_multi_info_read(shard->multi, &left)) != nullptr) {
+        if (msg->msg != CURLMSG_DONE) continue;
+        Fetch* f = nullptr;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &f);
+        finished.emplace_back(f, msg->data.result);
+      }
     }
     for (auto& [f, code] : finished) out->push_back(Finish(f, code, false));
   }
@@ -913,6 +939,57 @@ struct Fetcher::Impl {
     Deliver(std::move(out));  // may destroy *this
   }
 
+  // Whether `f`'s connection stays open after it (else curl closes it).
+  //
+  // Why not curl's own pool limit alone: once its pool is full, curl 7.88
+  // walks every connection it holds to find the least recently used one,
+  // at each new connection and at each transfer's end. With thousands of
+  // hosts in rotation (fetch.max_idle_connections = 4,096) those walks
+  // took 30% of a worker's CPU (perf, 10,000 hosts). And least recently
+  // used is the worst order for a crawler, which comes back to its hosts
+  // in turn: with more hosts in rotation than idle slots it closes the one
+  // connection the next page would have used.
+  //
+  // So the pool never fills. A host whose connection is idle takes it over
+  // and keeps it while it has pages queued (the caller's keep_alive); a
+  // transfer needing a new connection keeps it only while fewer than
+  // max_connections + max_idle_connections are open. The others are
+  // closed after their transfer, and the hosts holding one keep theirs.
+  bool Keeps(const Fetch* f) const {
+    if (!f->request.keep_alive) return false;
+    // One transfer per host at a time (the caller's politeness), so a
+    // connection open to this origin is idle: curl reuses it (or finds it
+    // dead, closes it and connects anew, in the same place).
+    return sockets_of_origin.count(f->origin) != 0 ||
+           origin_of_socket.size() <
+               options.max_connections + options.max_idle_connections;
+  }
+
+  // CURLOPT_OPENSOCKETFUNCTION: the socket curl asked for, noted with its
+  // origin.
+  static curl_socket_t OnOpenSocket(void* clientp, curlsocktype,
+                                    curl_sockaddr* addr) {
+    Fetch* f = static_cast<Fetch*>(clientp);
+    const curl_socket_t s =
+        ::socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+    if (s == CURL_SOCKET_BAD) return s;
+    Impl* impl = f->impl;
+    if (impl->origin_of_socket.emplace(s, f->origin).second) {
+      ++impl->sockets_of_origin[f->origin];
+    }
+    return s;
+  }
+
+  void ForgetSocket(curl_socket_t s) {
+    auto it = origin_of_socket.find(s);
+    if (it == origin_of_socket.end()) return;
+    if (auto by = sockets_of_origin.find(it->second);
+        by != sockets_of_origin.end() && --by->second <= 0) {
+      sockets_of_origin.erase(by);
+    }
+    origin_of_socket.erase(it);
+  }
+
   // Hands queued fetches to curl while slots are free. Failures are
   // delivered through the defer queue, never inline.
   void StartQueued() {
@@ -923,7 +1000,8 @@ struct Fetcher::Impl {
       active.insert(f);
       SetState(f, State::kStarted);
       StartLimits(f);
-      CURLMcode mc = curl_multi_add_handle(multi, f->easy);
+      curl_easy_setopt(f->easy, CURLOPT_FORBID_REUSE, Keeps(f) ? 0L : 1L);
+      CURLMcode mc = curl_multi_add_handle(f->shard->multi, f->easy);
       f->in_multi = mc == CURLM_OK;
       if (mc != CURLM_OK) {
         active.erase(f);
@@ -958,8 +1036,15 @@ struct Fetcher::Impl {
     const std::string addr = v6 ? "[" + ip + "]" : ip;
     std::string host;
     int port = 0;
-    if (!UrlHostPort(f->request.url, &host, &port) || host.empty() ||
-        host.front() == '[' || IsIpv4Literal(host)) {
+    const bool parsed = UrlHostPort(f->request.url, &host, &port);
+    if (parsed) {
+      const bool tls = StartsWithIgnoreCase(f->request.url, "https:");
+      f->origin =
+          (tls ? "https://" : "http://") + host + ":" + std::to_string(port);
+      f->shard =
+          shards[std::hash<std::string>()(f->origin) % shards.size()].get();
+    }
+    if (!parsed || host.empty() || host.front() == '[' || IsIpv4Literal(host)) {
       // An IP literal is never looked up by curl; "::HOST:" = any URL host
       // and port -> this address, same port.
       f->connect_to = curl_slist_append(nullptr, ("::" + addr + ":").c_str());
@@ -1021,7 +1106,6 @@ struct Fetcher::Impl {
       set(CURLOPT_RESOLVE, f->resolve);
       set(CURLOPT_RESOLVER_START_FUNCTION, &Impl::OnResolverStart);
     }
-    if (!rq.keep_alive) set(CURLOPT_FORBID_REUSE, 1L);
     set(CURLOPT_PROXY, "");  // ignore *_proxy environment variables
     set(CURLOPT_PROTOCOLS_STR, "http,https");
     set(CURLOPT_FOLLOWLOCATION, 0L);
@@ -1051,6 +1135,8 @@ struct Fetcher::Impl {
       set(CURLOPT_USERAGENT, options.user_agent.c_str());
     }
     if (f->headers != nullptr) set(CURLOPT_HTTPHEADER, f->headers);
+    set(CURLOPT_OPENSOCKETFUNCTION, &Impl::OnOpenSocket);
+    set(CURLOPT_OPENSOCKETDATA, static_cast<void*>(f));
     set(CURLOPT_CLOSESOCKETFUNCTION, &Impl::OnCloseSocket);
     set(CURLOPT_CLOSESOCKETDATA, static_cast<void*>(this));
     set(CURLOPT_ERRORBUFFER, f->error_buffer);
@@ -1079,37 +1165,57 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Create(uv_loop_t* loop,
   auto impl = std::make_unique<Impl>();
   impl->loop = loop;
   impl->options = Sanitize(options);
-  impl->multi = curl_multi_init();
-  if (impl->multi == nullptr) return Status::Internal("curl_multi_init failed");
   Impl* p = impl.get();
-  curl_multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, &Impl::OnCurlSocket);
-  curl_multi_setopt(p->multi, CURLMOPT_SOCKETDATA, static_cast<void*>(p));
-  curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, &Impl::OnCurlTimer);
-  curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, static_cast<void*>(p));
-  // Transfers are gated to max_connections by us; curl keeps idle
-  // keep-alive connections besides, least recently used closed first.
+  // About 256 connections a pool (Shard): a walk of 256 is short, and a
+  // multi handle costs little.
+  const size_t pools = std::clamp<size_t>(
+      (p->options.max_connections + p->options.max_idle_connections) / 256, 1,
+      64);
+  // Transfers are gated to max_connections by us; idle keep-alive
+  // connections stay open besides, up to max_idle_connections (Keeps()).
   // With the cap on open connections equal to the transfer limit, a worker
   // crawling more hosts than it has slots closed every connection after
-  // its page and paid a new TCP (and TLS) handshake for each. curl's cache
-  // counts connections in use too.
-  const long open_max = static_cast<long>(p->options.max_connections +
+  // its page and paid a new TCP (and TLS) handshake for each. curl's own
+  // limits (its cache counts connections in use too), above Keeps()'s by
+  // the transfers that may start at once before their sockets open, are
+  // only a backstop.
+  const long open_max = static_cast<long>(2 * p->options.max_connections +
                                           p->options.max_idle_connections);
-  curl_multi_setopt(p->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, open_max);
-  curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS, open_max);
-  // No HTTP/2 multiplexing: politeness means one request in flight per
-  // host, and the frontier's one fetch per host must not become several
-  // streams should two fetches ever meet on one connection. An idle h2
-  // connection is still reused, one transfer at a time.
-  curl_multi_setopt(p->multi, CURLMOPT_PIPELINING, CURLPIPE_NOTHING);
-  // Handles live on the heap and are freed by their close callbacks, so the
-  // Fetcher can be destroyed right after Shutdown().
-  p->curl_timer = new uv_timer_t;
+  for (size_t i = 0; i < pools; ++i) {
+    auto shard = std::make_unique<Impl::Shard>();
+    shard->impl = p;
+    shard->multi = curl_multi_init();
+    if (shard->multi == nullptr) {
+      for (const auto& made : p->shards) {
+        curl_multi_cleanup(made->multi);
+        CloseAndDelete(made->timer);
+      }
+      return Status::Internal("curl_multi_init failed");
+    }
+    CURLM* m = shard->multi;
+    void* data = static_cast<void*>(shard.get());
+    curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, &Impl::OnCurlSocket);
+    curl_multi_setopt(m, CURLMOPT_SOCKETDATA, data);
+    curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, &Impl::OnCurlTimer);
+    curl_multi_setopt(m, CURLMOPT_TIMERDATA, data);
+    curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, open_max);
+    curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, open_max);
+    // No HTTP/2 multiplexing: politeness means one request in flight per
+    // host, and the frontier's one fetch per host must not become several
+    // streams should two fetches ever meet on one connection. An idle h2
+    // connection is still reused, one transfer at a time.
+    curl_multi_setopt(m, CURLMOPT_PIPELINING, CURLPIPE_NOTHING);
+    // Handles live on the heap and are freed by their close callbacks, so
+    // the Fetcher can be destroyed right after Shutdown().
+    shard->timer = new uv_timer_t;
+    uv_timer_init(loop, shard->timer);
+    shard->timer->data = data;
+    p->shards.push_back(std::move(shard));
+  }
   p->defer_timer = new uv_timer_t;
   p->watchdog = new uv_timer_t;
-  uv_timer_init(loop, p->curl_timer);
   uv_timer_init(loop, p->defer_timer);
   uv_timer_init(loop, p->watchdog);
-  p->curl_timer->data = p;
   p->defer_timer->data = p;
   p->watchdog->data = p;
   return std::unique_ptr<Fetcher>(new Fetcher(std::move(impl)));
@@ -1171,6 +1277,7 @@ void Fetcher::Submit(Request request, std::function<void(Response&&)> done) {
   }
   auto* f = new Impl::Fetch;
   f->impl = impl;
+  f->shard = impl->shards.front().get();  // Pin() picks the origin's
   f->request = std::move(request);
   f->request.ip = ip;
   f->response = std::move(early);
@@ -1215,8 +1322,13 @@ void Fetcher::Shutdown() {
   for (Impl::Fetch* f : all) out.push_back(impl->Finish(f, CURLE_OK, true));
   impl->stats.completed += out.size();
   // Closes cached connections; the socket callback may run for them.
-  curl_multi_cleanup(impl->multi);
-  impl->multi = nullptr;
+  for (const auto& shard : impl->shards) {
+    curl_multi_cleanup(shard->multi);
+    shard->multi = nullptr;
+    uv_timer_stop(shard->timer);
+    CloseAndDelete(shard->timer);
+    shard->timer = nullptr;
+  }
   for (CURL* e : impl->spare_easy) curl_easy_cleanup(e);
   impl->spare_easy.clear();
   for (const auto& [fd, sp] : impl->polls) {
@@ -1224,13 +1336,11 @@ void Fetcher::Shutdown() {
     CloseAndDelete(sp);
   }
   impl->polls.clear();
-  uv_timer_stop(impl->curl_timer);
   uv_timer_stop(impl->defer_timer);
   uv_timer_stop(impl->watchdog);
-  CloseAndDelete(impl->curl_timer);
   CloseAndDelete(impl->defer_timer);
   CloseAndDelete(impl->watchdog);
-  impl->curl_timer = impl->defer_timer = impl->watchdog = nullptr;
+  impl->defer_timer = impl->watchdog = nullptr;
   Deliver(std::move(out));  // may destroy *this
 }
 

@@ -780,6 +780,71 @@ TEST_F(FetcherTest, Crawld_IdleConnectionsOutnumberingSlotsAreReused) {
   EXPECT_LE(server_.max_concurrent_connections(), 4);
 }
 
+// Issue 16: with more hosts in rotation than idle connections, the hosts
+// holding one keep it for their next page, and the rest are closed after
+// their page. (curl's own limit closed the least recently used connection,
+// which in a round over the hosts is always the one needed next: every
+// page paid a handshake, and finding it walked the whole pool.)
+TEST_F(FetcherTest, Issue16_IdleConnectionsBeyondThePoolAreClosedNotEvicted) {
+  options_.max_connections = 1;
+  options_.max_idle_connections = 2;
+  Make();
+  const std::vector<std::string> hosts = {"a.test", "b.test", "c.test",
+                                          "d.test", "e.test"};
+  for (int round = 0; round < 3; ++round) {
+    for (const std::string& h : hosts) {
+      ASSERT_EQ(Fetch({Url("/small", h), "127.0.0.1", {}}).error,
+                ErrorClass::kNone);
+    }
+  }
+  // a, b and c keep theirs (1 + 2 open at most); d and e connect each
+  // round: 3 + 2 x 3. Evicting the least recently used made it 15.
+  EXPECT_EQ(fetcher_->stats().connections, 9u);
+  EXPECT_EQ(server_.connections(), 9);
+  // (The server counts a closed connection until it reads its end: one
+  // more than the 3 open at once on our side.)
+  EXPECT_LE(server_.max_concurrent_connections(), 4);
+  // A host that has nothing more queued gives its connection up, and the
+  // next host takes the place.
+  Request last{Url("/small", "a.test"), "127.0.0.1", {}};
+  last.keep_alive = false;
+  ASSERT_EQ(Fetch(last).error, ErrorClass::kNone);
+  EXPECT_EQ(fetcher_->stats().connections, 9u);  // a's, reused and closed
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(Fetch({Url("/small", "d.test"), "127.0.0.1", {}}).error,
+              ErrorClass::kNone);
+  }
+  EXPECT_EQ(fetcher_->stats().connections, 10u);  // d connects once more
+}
+
+// Issue 16: a large pool is split over several curl multi handles (by
+// origin; about 256 connections each). Transfers to many hosts, several
+// at once, each complete once, and each host's connection is found again
+// for its next page whichever handle holds it.
+TEST_F(FetcherTest, Issue16_ConnectionsSplitOverSeveralPoolsAreReused) {
+  server_.Handle("/p", [](Exchange& ex) { ex.Send(Ok("p")); });
+  options_.max_connections = 8;
+  options_.max_idle_connections = 2048;  // 8 pools
+  Make();
+  constexpr int kHosts = 40, kRounds = 3;
+  int done = 0, good = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    // One transfer per host at a time, as the frontier does.
+    for (int h = 0; h < kHosts; ++h) {
+      const std::string host = "h" + std::to_string(h) + ".test";
+      fetcher_->Submit({Url("/p", host), "127.0.0.1", {}}, [&](Response&& r) {
+        ++done;
+        good += r.error == ErrorClass::kNone && BodyOf(r) == "p";
+      });
+    }
+    ASSERT_TRUE(RunUntil([&] { return done >= (round + 1) * kHosts; }));
+  }
+  EXPECT_EQ(good, kHosts * kRounds);
+  EXPECT_EQ(server_.requests(), kHosts * kRounds);
+  EXPECT_EQ(fetcher_->stats().connections, uint64_t{kHosts});
+  EXPECT_EQ(server_.connections(), kHosts);
+}
+
 // RFC 9110 15.2: interim 1xx heads are not the response.
 TEST_F(FetcherTest, Rfc9110_Sec15_2_InterimHeadIsDropped) {
   server_.Handle("/early", [](Exchange& ex) {
