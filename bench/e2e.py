@@ -165,6 +165,19 @@ def _hwm(pid):
     return None
 
 
+def _rss_anon(pid):
+    """RssAnon of a process in bytes (its heap and other private memory,
+    without file mappings such as the claim table); 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def _pss(pid):
     """Pss (proportional set size) of a process in bytes; None once gone.
     RSS counts a page shared by N processes N times (the workers' mapped
@@ -233,7 +246,8 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.pid, self.farm_log, self.err_path = pid, farm_log, err_path
         self.report_s = report_s
-        self.samples = []  # (unix time, cpu s, rss bytes, load 1 min)
+        # (unix time, cpu s, rss bytes, load 1 min, anonymous rss bytes)
+        self.samples = []
         self.hwm = {}      # pid -> peak RSS bytes (VmHWM), last seen
         self.delay = {}    # pid -> seconds waited for a CPU, last seen
         self.pss_peak = 0  # the largest sum of Pss over the tree
@@ -254,7 +268,8 @@ class Sampler(threading.Thread):
         self.pss_peak = max(self.pss_peak,
                             sum(_pss(p) or 0 for p in tree))
         self.samples.append((time.time(), sum(procs[p][1] for p in tree),
-                             sum(procs[p][2] for p in tree), _load()))
+                             sum(procs[p][2] for p in tree), _load(),
+                             sum(_rss_anon(p) for p in tree)))
 
     def run(self):
         t0 = time.time()
@@ -268,7 +283,7 @@ class Sampler(threading.Thread):
             self.done.wait(SAMPLE_PERIOD_S)
 
     def _report(self, elapsed):
-        _, cpu, rss, load = self.samples[-1]
+        _, cpu, rss, load, _ = self.samples[-1]
         try:
             log_mb = os.path.getsize(self.farm_log) / 1e6
         except OSError:
@@ -300,12 +315,14 @@ class Sampler(threading.Thread):
         return s[-1][1]
 
     def window(self, t0, t1):
-        """(peak RSS bytes, mean load) of the samples in [t0, t1]."""
+        """(peak RSS bytes, mean load, peak anonymous RSS bytes) of the
+        samples in [t0, t1]."""
         inside = [x for x in self.samples if t0 <= x[0] <= t1]
         if not inside:  # a window shorter than the period
             inside = [min(self.samples, key=lambda x: abs(x[0] - t1))]
         return (max(x[2] for x in inside),
-                sum(x[3] for x in inside) / len(inside))
+                sum(x[3] for x in inside) / len(inside),
+                max(x[4] for x in inside))
 
 
 # ------------------------------------------------------------ the log
@@ -349,7 +366,7 @@ def read_log(log_file, port, manifest):
 
 def deciles(first_start, ends, sampler):
     """Ten rows (pages, seconds, pages/s, CPU ms/page, peak RSS MB, mean
-    load): decile d holds pages d*N/10 .. (d+1)*N/10 - 1 and runs from the
+    load, peak anonymous RSS MB): decile d holds pages d*N/10 .. (d+1)*N/10 - 1 and runs from the
     end of the previous decile's last page (the first request's start for
     d = 0) to the end of its own last page."""
     n = len(ends)
@@ -362,9 +379,9 @@ def deciles(first_start, ends, sampler):
         t1 = ends[hi - 1]
         secs = max(t1 - prev_t, 1e-6)
         cpu = sampler.at(t1) - sampler.at(prev_t)
-        rss, load = sampler.window(prev_t, t1)
+        rss, load, anon = sampler.window(prev_t, t1)
         rows.append((hi - lo, secs, (hi - lo) / secs,
-                     cpu * 1000 / (hi - lo), rss / 2**20, load))
+                     cpu * 1000 / (hi - lo), rss / 2**20, load, anon / 2**20))
         prev_t = t1
     return rows
 
@@ -372,10 +389,10 @@ def deciles(first_start, ends, sampler):
 def print_deciles(log, sampler):
     rows = deciles(log["first_start"], log["ends"], sampler)
     print("  decile    pages   seconds   pages/s  CPU ms/page  "
-          "peak RSS MB  load")
-    for d, (n, secs, rate, ms, rss, load) in enumerate(rows):
+          "peak RSS MB  anon MB  load")
+    for d, (n, secs, rate, ms, rss, load, anon) in enumerate(rows):
         print(f"  {d + 1:6d} {n:8d} {secs:9.1f} {rate:9.0f} "
-              f"{ms:12.3f} {rss:12.0f} {load:5.2f}")
+              f"{ms:12.3f} {rss:12.0f} {anon:8.0f} {load:5.2f}")
     if len(rows) == 10:
         first, last = rows[0][2], rows[-1][2]
         print(f"  pages/s first 10% {first:.0f}, last 10% "
@@ -508,7 +525,7 @@ def _measure(run, cmd, farm, work, report_s, **popen):
     # Anchors at both ends (no CPU yet at the start, wait4's total at the
     # exit), so deciles shorter than the sampling period are interpolated,
     # not read as zero.
-    sampler.samples.append((time.time(), 0.0, 0, load0))
+    sampler.samples.append((time.time(), 0.0, 0, load0, 0))
     sampler.start()
     try:
         _, status, usage = os.wait4(proc.pid, 0)
@@ -524,7 +541,7 @@ def _measure(run, cmd, farm, work, report_s, **popen):
     sampler.join()
     run.cpu = usage.ru_utime + usage.ru_stime
     last = sampler.samples[-1]
-    sampler.samples.append((time.time(), run.cpu, last[2], last[3]))
+    sampler.samples.append((time.time(), run.cpu, last[2], last[3], last[4]))
     run.load = sum(s[3] for s in sampler.samples) / len(sampler.samples)
     # ru_maxrss: the largest of the process and its reaped descendants.
     run.rss_max = usage.ru_maxrss * 1024
