@@ -153,29 +153,28 @@ def _tree(procs, root):
     return tree
 
 
-def _hwm(pid):
-    """VmHWM (peak RSS) of a process in bytes; None once it is gone."""
+def _status_bytes(pid, key):
+    """A kB field of /proc/PID/status (VmHWM:, RssAnon:) in bytes; None
+    once the process is gone."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(key):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
     return None
 
 
+def _hwm(pid):
+    """VmHWM (peak RSS) of a process in bytes; None once it is gone."""
+    return _status_bytes(pid, "VmHWM:")
+
+
 def _rss_anon(pid):
     """RssAnon of a process in bytes (its heap and other private memory,
     without file mappings such as the claim table); 0 once it is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("RssAnon:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    return _status_bytes(pid, "RssAnon:") or 0
 
 
 def _pss(pid):

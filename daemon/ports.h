@@ -45,6 +45,9 @@ class FetchPort {
   virtual void Shutdown() = 0;
   // Connections opened so far (count), for keep-alive metrics.
   [[nodiscard]] virtual uint64_t connections_opened() const = 0;
+  // Connections closed after their page for want of idle slots (count):
+  // fetcher::Stats::connections_not_kept.
+  [[nodiscard]] virtual uint64_t connections_not_kept() const = 0;
 };
 
 class ResolvePort {
@@ -92,6 +95,9 @@ class FetcherPort final : public FetchPort {
   void Shutdown() override { fetcher_->Shutdown(); }
   uint64_t connections_opened() const override {
     return fetcher_->stats().connections;
+  }
+  uint64_t connections_not_kept() const override {
+    return fetcher_->stats().connections_not_kept;
   }
 
  private:

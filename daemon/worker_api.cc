@@ -344,6 +344,13 @@ void WorkerApi::SyncMetrics() {
           "Connections opened by this process (a fetch on a kept-alive "
           "connection opens none).",
           static_cast<double>(parts_.fetch->connections_opened()));
+  // Above zero, hosts in rotation outnumber the idle slots: raising
+  // fetch.max_idle_connections saves those handshakes.
+  counter("crawld_connections_not_kept_total",
+          "Connections closed after their page although the host had more "
+          "queued, because the idle pool (fetch.max_idle_connections) was "
+          "full.",
+          static_cast<double>(parts_.fetch->connections_not_kept()));
   for (const auto& [k, v] : st.counts) {
     counter("crawld_events_total",
             "Counted events by class: fetch errors, HTTP status classes, "

@@ -1000,7 +1000,9 @@ struct Fetcher::Impl {
       active.insert(f);
       SetState(f, State::kStarted);
       StartLimits(f);
-      curl_easy_setopt(f->easy, CURLOPT_FORBID_REUSE, Keeps(f) ? 0L : 1L);
+      const bool keep = Keeps(f);
+      if (!keep && f->request.keep_alive) ++stats.connections_not_kept;
+      curl_easy_setopt(f->easy, CURLOPT_FORBID_REUSE, keep ? 0L : 1L);
       CURLMcode mc = curl_multi_add_handle(f->shard->multi, f->easy);
       f->in_multi = mc == CURLM_OK;
       if (mc != CURLM_OK) {

@@ -234,6 +234,11 @@ struct Stats {
   uint64_t submitted = 0;
   uint64_t completed = 0;    // done callbacks run (any outcome)
   uint64_t connections = 0;  // new connections opened (not reused)
+  // Transfers asked to keep their connection (keep_alive: the host has
+  // more pages queued) that closed it after them instead, because
+  // max_connections + max_idle_connections were open: the idle pool was
+  // full. Each costs the host's next page a new handshake.
+  uint64_t connections_not_kept = 0;
   // Times the loop was found blocked for over half a second while
   // transfers were in flight, and the total of those blocks (ms); their
   // time was added to the transfers' limits.

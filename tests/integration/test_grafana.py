@@ -274,6 +274,7 @@ class DashboardSchema(unittest.TestCase):
                      "crawld_hosts", "crawld_in_flight_requests",
                      "crawld_fetch_duration_seconds_bucket",
                      "crawld_events_total", "crawld_connections_opened_total",
+                     "crawld_connections_not_kept_total",
                      "crawld_robots_fetches_total", "crawld_filter_rule_hits",
                      "crawld_override_hits", "crawld_paused",
                      "crawld_worker_up", "crawld_worker_restarts_total",

@@ -194,6 +194,12 @@ class Metrics(unittest.TestCase):
             opened = samples[("crawld_connections_opened_total", frozenset())]
             self.assertGreaterEqual(opened, 1)
             self.assertLess(opened, len(responses) + len(robots))
+            # A handful of hosts never fill the idle pool.
+            self.assertEqual(types.get("crawld_connections_not_kept_total"),
+                             "counter")
+            self.assertEqual(
+                samples[("crawld_connections_not_kept_total", frozenset())],
+                0)
             fours = sum(1 for s in status if 400 <= s < 500)
             self.assertGreater(fours, 0, "the farm serves 404s")
             self.assertEqual(

@@ -185,6 +185,7 @@ class FakeWeb final : public FetchPort, public ResolvePort {
   }
   void Shutdown() override {}
   uint64_t connections_opened() const override { return 0; }
+  uint64_t connections_not_kept() const override { return 0; }
 
   static void NotModified(const fetcher::Request& req, Page* page) {
     std::string etag;

@@ -801,6 +801,8 @@ TEST_F(FetcherTest, Issue16_IdleConnectionsBeyondThePoolAreClosedNotEvicted) {
   // round: 3 + 2 x 3. Evicting the least recently used made it 15.
   EXPECT_EQ(fetcher_->stats().connections, 9u);
   EXPECT_EQ(server_.connections(), 9);
+  // d's and e's, each round: counted for the operator.
+  EXPECT_EQ(fetcher_->stats().connections_not_kept, 6u);
   // (The server counts a closed connection until it reads its end: one
   // more than the 3 open at once on our side.)
   EXPECT_LE(server_.max_concurrent_connections(), 4);
@@ -815,6 +817,8 @@ TEST_F(FetcherTest, Issue16_IdleConnectionsBeyondThePoolAreClosedNotEvicted) {
               ErrorClass::kNone);
   }
   EXPECT_EQ(fetcher_->stats().connections, 10u);  // d connects once more
+  // A connection given up (keep_alive false) is not one the pool refused.
+  EXPECT_EQ(fetcher_->stats().connections_not_kept, 6u);
 }
 
 // Issue 16: a large pool is split over several curl multi handles (by
