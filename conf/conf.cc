@@ -501,8 +501,10 @@ constexpr Key kKeys[] = {
            "copy) stays in memory after the host's last page. Then, once a "
            "checkpoint holds the copy, the record leaves memory and is read "
            "back from the checkpoint store at the host's next page, with "
-           "the same rules in force until the same moment. 0 keeps every "
-           "record in memory. Needs checkpoints (checkpoint.interval_s)."),
+           "the same rules in force until the same moment. A restart "
+           "restores every record this way, read back at its host's first "
+           "page. 0 keeps every record in memory. Needs checkpoints "
+           "(checkpoint.interval_s)."),
     BoolKey(CRAWLD_CONF_FIELD(politeness, per_ip),
             "At most one request in flight per IP address, as per host "
             "(shared hosting puts many hosts on one address), whichever "
