@@ -976,6 +976,8 @@ struct Fetcher::Impl {
     Impl* impl = f->impl;
     if (impl->origin_of_socket.emplace(s, f->origin).second) {
       ++impl->sockets_of_origin[f->origin];
+      impl->stats.peak_open_connections = std::max<uint64_t>(
+          impl->stats.peak_open_connections, impl->origin_of_socket.size());
     }
     return s;
   }

@@ -239,6 +239,10 @@ struct Stats {
   // max_connections + max_idle_connections were open: the idle pool was
   // full. Each costs the host's next page a new handshake.
   uint64_t connections_not_kept = 0;
+  // Most connections open at once (in use and idle): at most
+  // max_connections + max_idle_connections, plus the max_connections
+  // transfers that close theirs after their page.
+  uint64_t peak_open_connections = 0;
   // Times the loop was found blocked for over half a second while
   // transfers were in flight, and the total of those blocks (ms); their
   // time was added to the transfers' limits.
