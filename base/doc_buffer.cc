@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/fd_io.h"
+
 namespace crawld {
 
 DocBuffer::DocBuffer(const Options& options) : options_(options) {}
@@ -48,15 +50,8 @@ void DocBuffer::Clear() {
 }
 
 static Status WriteAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::IOError(std::string("spill write: ") + strerror(errno));
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return Status::Ok();
+  if (WriteFull(fd, data.data(), data.size())) return Status::Ok();
+  return Status::IOError(std::string("spill write: ") + strerror(errno));
 }
 
 Status DocBuffer::Spill() {

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "base/ascii.h"
+#include "base/fd_io.h"
 #include "base/json.h"
 #include "base/status.h"
 #include "cli/commands.h"
@@ -848,17 +849,11 @@ Status WriteCursorFile(const std::string& path, const std::string& cursor) {
       ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::IOError(tmp + ": " + std::strerror(errno));
   const std::string text = cursor + "\n";
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Status::IOError(tmp + ": " + why);
-    }
-    done += static_cast<size_t>(n);
+  if (!WriteFull(fd, text.data(), text.size())) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return Status::IOError(tmp + ": " + why);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     const std::string why = std::strerror(errno);

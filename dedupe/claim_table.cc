@@ -43,6 +43,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "base/fd_io.h"
 #include "dedupe/bloom_internal.h"
 #include "dedupe/dedupe.h"
 
@@ -96,37 +97,12 @@ std::string Errno(const std::string& what) {
   return "claim table: " + what + ": " + std::strerror(errno);
 }
 
-// Whole reads and writes at an offset (a short count or EINTR continues).
-bool PreadAll(int fd, char* out, size_t n, uint64_t off) {
-  while (n > 0) {
-    const ssize_t r = pread(fd, out, n, static_cast<off_t>(off));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    out += r;
-    n -= static_cast<size_t>(r);
-    off += static_cast<uint64_t>(r);
-  }
-  return true;
-}
-
 // A slot's text, as ValidText read it: its record id and its URI.
 void SplitText(const std::string& raw, std::string* record_id,
                std::string* uri) {
   const auto id_len = static_cast<uint8_t>(raw[0]);
   record_id->assign(raw, 1, id_len);
   uri->assign(raw, 1 + size_t{id_len});
-}
-
-bool PwriteAll(int fd, const char* in, size_t n, uint64_t off) {
-  while (n > 0) {
-    const ssize_t r = pwrite(fd, in, n, static_cast<off_t>(off));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    in += r;
-    n -= static_cast<size_t>(r);
-    off += static_cast<uint64_t>(r);
-  }
-  return true;
 }
 
 }  // namespace
@@ -478,7 +454,9 @@ bool ClaimTable::ValidText(const Slot& s, std::string* raw) const {
     return false;
   }
   raw->resize(len);
-  if (!PreadAll(fd_, raw->data(), len, h->text_offset + off)) return false;
+  if (PreadFull(fd_, raw->data(), len, h->text_offset + off) !=
+      ReadResult::kDone)
+    return false;
   const auto id_len = static_cast<uint8_t>((*raw)[0]);
   if (id_len == 0 || uint64_t{id_len} + 1 >= len) return false;
   return CheckOf(s.key_high, s.key_low, s.time_us, s.text, raw->data(), len) ==
@@ -500,7 +478,7 @@ bool ClaimTable::ReadText(const Slot& s, std::string* record_id,
 
 bool ClaimTable::WriteText(uint64_t off, const char* bytes, size_t n) {
   const auto* h = static_cast<const Header*>(base_);
-  return PwriteAll(fd_, bytes, n, h->text_offset + off);
+  return PwriteFull(fd_, bytes, n, h->text_offset + off);
 }
 
 uint64_t ClaimTable::file_bytes() const {
@@ -521,7 +499,8 @@ void ClaimTable::Repair(Bucket& b) {
           off <= h->text_capacity && len <= h->text_capacity - off ? len : 0,
           '\0');
       if (!raw.empty() &&
-          PreadAll(fd_, raw.data(), len, h->text_offset + off)) {
+          PreadFull(fd_, raw.data(), len, h->text_offset + off) ==
+              ReadResult::kDone) {
         s.check =
             CheckOf(s.key_high, s.key_low, s.time_us, s.text, raw.data(), len);
       }

@@ -21,6 +21,7 @@
 #include <system_error>
 #include <utility>
 
+#include "base/fd_io.h"
 #include "dedupe/bloom_internal.h"
 #include "dedupe/dedupe.h"
 #include "dedupe/pair_table.h"
@@ -172,30 +173,6 @@ class StreamSum {
  private:
   XXH3_state_t* state_;
 };
-
-bool ReadAll(int fd, void* buf, size_t n) {
-  auto* p = static_cast<char*>(buf);
-  while (n > 0) {
-    const ssize_t r = ::read(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
-}
-
-bool WriteAll(int fd, const void* buf, size_t n) {
-  const auto* p = static_cast<const char*>(buf);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
 
 uint64_t RoundUpPow2(uint64_t x) {
   uint64_t p = 1;
@@ -410,10 +387,11 @@ struct UrlSeenStore::Rep {
     bool ok =
         ::fstat(fd, &st) == 0 &&
         static_cast<uint64_t>(st.st_size) == sizeof(BloomHeader) + data_bytes &&
-        ReadAll(fd, &h, sizeof(h)) && h.magic == kBloomMagic &&
-        h.version == kBloomVersion && h.header_sum == HeaderSum(h) &&
-        h.hashes == bloom_hashes && h.bits == bloom_bits && h.count == stored &&
-        h.epoch == epoch && ReadAll(fd, bloom.data(), data_bytes) &&
+        ReadFull(fd, &h, sizeof(h)) == ReadResult::kDone &&
+        h.magic == kBloomMagic && h.version == kBloomVersion &&
+        h.header_sum == HeaderSum(h) && h.hashes == bloom_hashes &&
+        h.bits == bloom_bits && h.count == stored && h.epoch == epoch &&
+        ReadFull(fd, bloom.data(), data_bytes) == ReadResult::kDone &&
         XXH3_64bits(bloom.data(), data_bytes) == h.data_sum;
     ::close(fd);
     if (!ok) std::fill(bloom.begin(), bloom.end(), 0);
@@ -432,7 +410,8 @@ struct UrlSeenStore::Rep {
     TableHeader h;
     struct stat st;
     internal::PairTable::Image im;
-    bool ok = ::fstat(fd, &st) == 0 && ReadAll(fd, &h, sizeof(h)) &&
+    bool ok = ::fstat(fd, &st) == 0 &&
+              ReadFull(fd, &h, sizeof(h)) == ReadResult::kDone &&
               h.magic == kTableMagic && h.version == kTableVersion &&
               h.header_sum == HeaderSum(h) && h.count == stored &&
               h.epoch == epoch && h.size == stored &&
@@ -449,9 +428,12 @@ struct UrlSeenStore::Rep {
       im.words.resize(h.slots * 3);
       im.host_keys.resize(h.host_slots);
       im.host_ids.resize(h.host_slots);
-      ok = ReadAll(fd, im.words.data(), ByteSize(im.words)) &&
-           ReadAll(fd, im.host_keys.data(), ByteSize(im.host_keys)) &&
-           ReadAll(fd, im.host_ids.data(), ByteSize(im.host_ids));
+      ok = ReadFull(fd, im.words.data(), ByteSize(im.words)) ==
+               ReadResult::kDone &&
+           ReadFull(fd, im.host_keys.data(), ByteSize(im.host_keys)) ==
+               ReadResult::kDone &&
+           ReadFull(fd, im.host_ids.data(), ByteSize(im.host_ids)) ==
+               ReadResult::kDone;
     }
     ::close(fd);
     if (!ok) return false;
@@ -488,10 +470,10 @@ struct UrlSeenStore::Rep {
         ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return Errno("create", tmp);
     bool ok =
-        WriteAll(fd, &h, sizeof(h)) &&
-        WriteAll(fd, table.words().data(), ByteSize(table.words())) &&
-        WriteAll(fd, table.host_keys().data(), ByteSize(table.host_keys())) &&
-        WriteAll(fd, table.host_ids().data(), ByteSize(table.host_ids())) &&
+        WriteFull(fd, &h, sizeof(h)) &&
+        WriteFull(fd, table.words().data(), ByteSize(table.words())) &&
+        WriteFull(fd, table.host_keys().data(), ByteSize(table.host_keys())) &&
+        WriteFull(fd, table.host_ids().data(), ByteSize(table.host_ids())) &&
         (!options.sync || ::fsync(fd) == 0);
     Status s = ok ? Status::Ok() : Errno("write", tmp);
     if (::close(fd) != 0 && s.ok()) s = Errno("close", tmp);
@@ -554,8 +536,8 @@ struct UrlSeenStore::Rep {
     const int fd =
         ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return Errno("create", tmp);
-    bool ok = WriteAll(fd, &h, sizeof(h)) &&
-              WriteAll(fd, bloom.data(), data_bytes) &&
+    bool ok = WriteFull(fd, &h, sizeof(h)) &&
+              WriteFull(fd, bloom.data(), data_bytes) &&
               (!options.sync || ::fsync(fd) == 0);
     Status s = ok ? Status::Ok() : Errno("write", tmp);
     if (::close(fd) != 0 && s.ok()) s = Errno("close", tmp);

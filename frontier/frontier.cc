@@ -16,6 +16,7 @@
 #include <set>
 #include <utility>
 
+#include "base/fd_io.h"
 #include "frontier/ip_gate.h"
 #include "frontier/spill_items.h"
 
@@ -218,31 +219,21 @@ std::string ErrnoText(const std::string& what) {
 }
 
 Status WriteAll(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::IOError(ErrnoText("write " + path));
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return Status::Ok();
+  if (WriteFull(fd, data.data(), data.size())) return Status::Ok();
+  return Status::IOError(ErrnoText("write " + path));
 }
 
 Status ReadAllAt(int fd, char* buf, size_t len, uint64_t offset,
                  const std::string& path) {
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n =
-        ::pread(fd, buf + done, len - done, static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::IOError(ErrnoText("read " + path));
-    }
-    if (n == 0) return Status::Corruption(path + ": chunk past end of file");
-    done += static_cast<size_t>(n);
+  switch (PreadFull(fd, buf, len, offset)) {
+    case ReadResult::kDone:
+      return Status::Ok();
+    case ReadResult::kEnd:
+      return Status::Corruption(path + ": chunk past end of file");
+    case ReadResult::kError:
+      break;
   }
-  return Status::Ok();
+  return Status::IOError(ErrnoText("read " + path));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "base/fd_io.h"
 #include "base/json.h"
 #include "report/scan.h"
 
@@ -254,17 +255,11 @@ Status WriteFileAtomically(const std::string& path, const std::string& data) {
   const int fd =
       open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::IOError(tmp + ": " + strerror(errno));
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = strerror(errno);
-      close(fd);
-      unlink(tmp.c_str());
-      return Status::IOError(tmp + ": " + why);
-    }
-    done += static_cast<size_t>(n);
+  if (!WriteFull(fd, data.data(), data.size())) {
+    const std::string why = strerror(errno);
+    close(fd);
+    unlink(tmp.c_str());
+    return Status::IOError(tmp + ": " + why);
   }
   if (close(fd) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = strerror(errno);

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "base/ascii.h"
+#include "base/fd_io.h"
 #include "base/json.h"
 #include "base/time.h"
 #include "store/store.h"
@@ -424,17 +425,9 @@ Result<uint64_t> SortCdxj(const std::string& in, const std::string& out) {
   std::string buf;
   buf.reserve(data->size());
   for (std::string_view l : lines) buf.append(l);
-  size_t done = 0;
   Status status;
-  while (done < buf.size()) {
-    ssize_t w = ::write(fd, buf.data() + done, buf.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      status = Status::IOError("cdxj: write " + tmp + ": " + strerror(errno));
-      break;
-    }
-    done += static_cast<size_t>(w);
-  }
+  if (!WriteFull(fd, buf.data(), buf.size()))
+    status = Status::IOError("cdxj: write " + tmp + ": " + strerror(errno));
   if (status.ok() && ::fsync(fd) != 0)
     status = Status::IOError("cdxj: fsync " + tmp + ": " + strerror(errno));
   if (::close(fd) != 0 && status.ok())

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/fd_io.h"
 #include "store/store.h"
 #include "store/warc_internal.h"
 
@@ -402,19 +403,14 @@ Result<Record> ReadRecordAt(const std::string& path, uint64_t offset,
     return Status::IOError("cannot open " + path + ": " + strerror(errno));
   }
   std::string bytes(length, '\0');
-  size_t got = 0;
-  while (got < length) {
-    const ssize_t n = ::pread(fd, bytes.data() + got, length - got,
-                              static_cast<off_t>(offset + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = n < 0 ? strerror(errno) : "end of file";
-      ::close(fd);
-      return Status::IOError("cannot read " + std::to_string(length) +
-                             " bytes at " + std::to_string(offset) + " of " +
-                             path + ": " + why);
-    }
-    got += static_cast<size_t>(n);
+  if (const ReadResult r = PreadFull(fd, bytes.data(), length, offset);
+      r != ReadResult::kDone) {
+    const std::string why =
+        r == ReadResult::kError ? strerror(errno) : "end of file";
+    ::close(fd);
+    return Status::IOError("cannot read " + std::to_string(length) +
+                           " bytes at " + std::to_string(offset) + " of " +
+                           path + ": " + why);
   }
   ::close(fd);
   auto reader = WarcReader::FromString(std::move(bytes), options);
