@@ -256,6 +256,7 @@ struct Fetcher::Impl {
     Impl* impl = nullptr;
     CURLM* multi = nullptr;
     uv_timer_t* timer = nullptr;  // CURLMOPT_TIMERFUNCTION's timer
+    size_t index = 0;             // in shards
   };
 
   struct Fetch {
@@ -832,6 +833,8 @@ struct Fetcher::Impl {
     long connects = 0;
     curl_easy_getinfo(f->easy, CURLINFO_NUM_CONNECTS, &connects);
     stats.connections += static_cast<uint64_t>(std::max(connects, 0L));
+    stats.connections_by_pool[f->shard->index] +=
+        static_cast<uint64_t>(std::max(connects, 0L));
     r.status_code = f->head_final ? f->status : 0;
     if (f->version == "HTTP/2") {
       r.protocol = "h2";
@@ -1188,6 +1191,7 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Create(uv_loop_t* loop,
   for (size_t i = 0; i < pools; ++i) {
     auto shard = std::make_unique<Impl::Shard>();
     shard->impl = p;
+    shard->index = i;
     shard->multi = curl_multi_init();
     if (shard->multi == nullptr) {
       for (const auto& made : p->shards) {
@@ -1216,6 +1220,7 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Create(uv_loop_t* loop,
     shard->timer->data = data;
     p->shards.push_back(std::move(shard));
   }
+  p->stats.connections_by_pool.assign(pools, 0);
   p->defer_timer = new uv_timer_t;
   p->watchdog = new uv_timer_t;
   uv_timer_init(loop, p->defer_timer);

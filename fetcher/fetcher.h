@@ -243,6 +243,10 @@ struct Stats {
   // max_connections + max_idle_connections, plus the max_connections
   // transfers that close theirs after their page.
   uint64_t peak_open_connections = 0;
+  // New connections by connection pool (one curl multi handle each; a
+  // host's origin picks its pool), one entry per pool: how evenly the
+  // origins spread.
+  std::vector<uint64_t> connections_by_pool;
   // Times the loop was found blocked for over half a second while
   // transfers were in flight, and the total of those blocks (ms); their
   // time was added to the transfers' limits.

@@ -850,6 +850,20 @@ TEST_F(FetcherTest, Issue16_ConnectionsSplitOverSeveralPoolsAreReused) {
   EXPECT_EQ(server_.requests(), kHosts * kRounds);
   EXPECT_EQ(fetcher_->stats().connections, uint64_t{kHosts});
   EXPECT_EQ(server_.connections(), kHosts);
+  // The origins spread over the pools: 40 over 8 would put about 5 in
+  // each; all in a few pools would make each pool's walk as long as one.
+  const std::vector<uint64_t>& by_pool = fetcher_->stats().connections_by_pool;
+  ASSERT_EQ(by_pool.size(), 8u);
+  uint64_t sum = 0, most = 0;
+  int used = 0;
+  for (uint64_t n : by_pool) {
+    sum += n;
+    most = std::max(most, n);
+    used += n > 0;
+  }
+  EXPECT_EQ(sum, uint64_t{kHosts});
+  EXPECT_GE(used, 6) << ::testing::PrintToString(by_pool);
+  EXPECT_LE(most, 20u) << ::testing::PrintToString(by_pool);
 }
 
 // RFC 9110 15.2: interim 1xx heads are not the response.
