@@ -573,6 +573,12 @@ constexpr Key kKeys[] = {
            "A parsed page whose text's 64-bit SimHash is within this many "
            "bits of an earlier page's is flagged near-duplicate (CDXJ, "
            "feed, metadata record) with that page's URL; 0 = off."),
+    IntKey(CRAWLD_CONF_FIELD(store, near_duplicate_entries), 1, 1ll << 28,
+           "Texts each worker remembers for the near-duplicate check, the "
+           "oldest forgotten first: a page is compared with the last this "
+           "many new texts its worker stored. About 100 bytes of the "
+           "worker's memory each once used (20 MB at start for the default "
+           "1048576, 125-145 MB once full)."),
     BoolKey(CRAWLD_CONF_FIELD(store, write_index),
             "Write a CDXJ index line per response and revisit record, one "
             "index file per WARC in <data>/index (docs/STORE.md)."),

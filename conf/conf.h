@@ -188,6 +188,8 @@ struct StoreConfig {
   // Flag pages whose text is within near_duplicate_bits (SimHash Hamming
   // distance) of an earlier page's; 0 = off.
   int near_duplicate_bits = 3;
+  // Simhashes each worker remembers for that check, oldest forgotten first.
+  uint64_t near_duplicate_entries = 1ull << 20;
   bool write_index = true;          // CDXJ index per WARC in <data>/index
   bool write_feed = true;           // document feed in <data>/index/feed
   bool conversion_records = false;  // extracted text as conversion records

@@ -168,6 +168,7 @@ Documents::Options DocumentOptions(const conf::Config& c) {
   Documents::Options o;
   o.warc_dir = c.crawl.data_dir + "/warc";
   o.near_duplicate_bits = c.store.near_duplicate_bits;
+  o.near_max_entries = c.store.near_duplicate_entries;
   return o;
 }
 

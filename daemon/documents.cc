@@ -23,7 +23,7 @@ Documents::Documents(const Options& options, dedupe::DocumentClaims* claims,
     no.near_dup_max_distance = options_.near_duplicate_bits;
     no.near_dup_max_entries = options_.near_max_entries;
     near_ = std::make_unique<dedupe::NearDupIndex>(no);
-    near_copies_ = dedupe::DocumentTable(near_->capacity());
+    near_copies_.reserve(near_->capacity());
   }
 }
 
@@ -142,23 +142,32 @@ void Documents::CheckNear(uint64_t simhash, const std::string& url,
   std::string file;
   {
     std::lock_guard<std::mutex> l(near_mu_);
-    std::optional<uint64_t> near = near_->FindNear(simhash);
+    const std::optional<dedupe::NearDupIndex::Match> near =
+        near_->FindNear(simhash);
     if (!near.has_value()) {
-      near_->Insert(simhash);
-      near_pending_[simhash] = url;
+      const dedupe::NearDupIndex::Inserted in = near_->Insert(simhash);
+      if (in.evicted.has_value()) near_pending_.erase(*in.evicted);
+      if (in.slot == near_copies_.size()) {
+        near_copies_.emplace_back();
+      } else {
+        near_copies_[in.slot] = dedupe::DocumentCopy{};
+      }
+      near_pending_[simhash] = {url, in.slot};
       v->new_simhash = simhash;
       return;
     }
-    if (const dedupe::DocumentCopy* c = near_copies_.Find({*near, 0})) {
-      copy = *c;
-      if (c->file < files_.size()) file = files_[c->file];
-    } else if (auto it = near_pending_.find(*near); it != near_pending_.end()) {
-      v->near_duplicate_of = it->second;  // its record is being written
+    if (const dedupe::DocumentCopy& c = near_copies_[near->slot];
+        c.length > 0) {
+      copy = c;
+      if (c.file < files_.size()) file = files_[c.file];
+    } else if (auto it = near_pending_.find(near->simhash);
+               it != near_pending_.end()) {
+      v->near_duplicate_of = it->second.url;  // its record is being written
       return;
     }
   }
   // The reference's URL from its record (off the loop, outside the lock).
-  // Forgotten (the table was full) or unreadable: "?".
+  // Not written (the store failed it) or unreadable: "?".
   v->near_duplicate_of = "?";
   if (!copy.has_value() || file.empty()) return;
   Result<store::Record> rec = store::ReadRecordAt(
@@ -330,12 +339,16 @@ size_t Documents::ApplySettles(const std::vector<Settle>& batch) {
     }
     if (s.simhash.has_value()) {
       std::lock_guard<std::mutex> l(near_mu_);
-      if (s.copy.length > 0) {
-        dedupe::DocumentCopy copy = s.copy;
-        copy.file = FileNumber(s.file);
-        near_copies_.Insert({*s.simhash, 0}, copy);
+      // Not pending any more: the index forgot the reference meanwhile
+      // (its slot may hold another simhash now).
+      if (auto it = near_pending_.find(*s.simhash); it != near_pending_.end()) {
+        if (s.copy.length > 0) {
+          dedupe::DocumentCopy copy = s.copy;
+          copy.file = FileNumber(s.file);
+          near_copies_[it->second.slot] = copy;
+        }
+        near_pending_.erase(it);
       }
-      near_pending_.erase(*s.simhash);
     }
   }
   return failed;

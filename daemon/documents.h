@@ -216,13 +216,24 @@ class Documents {
   // threads; the loop never takes near_mu_).
   mutable std::mutex near_mu_;
   std::unique_ptr<dedupe::NearDupIndex> near_;  // guarded by near_mu_
-  // SimHash (high word; low = 0) -> the first page with that text.
-  dedupe::DocumentTable near_copies_{1};  // guarded by near_mu_
+  // By the index's slot: where the page of the simhash in that slot is
+  // (length 0: not written, or not yet). A slot the index reuses is
+  // cleared with it, so a copy never outlives its simhash. Reserved at
+  // the index's capacity (address space only) and grown as the ring
+  // fills: 24 bytes a simhash, no rehash.
+  mutable std::vector<dedupe::DocumentCopy>
+      near_copies_;  // guarded by near_mu_
   // WARC basenames by the number a DocumentCopy holds.
   std::vector<std::string> files_;  // guarded by near_mu_
   // References checked but not yet in near_copies_ (their record is being
-  // written): their URLs, so that a page checked meanwhile names them.
-  mutable std::unordered_map<uint64_t, std::string>
+  // written): their URLs, so that a page checked meanwhile names them,
+  // and their slots. A reference the index forgets leaves here too; its
+  // settle then finds nothing to fill.
+  struct NearPending {
+    std::string url;
+    uint32_t slot = 0;
+  };
+  mutable std::unordered_map<uint64_t, NearPending>
       near_pending_;  // guarded by near_mu_
 };
 

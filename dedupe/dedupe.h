@@ -330,10 +330,25 @@ int HammingDistance(uint64_t a, uint64_t b);
 // at least one block, so each block has a hash table, and only hashes
 // sharing a block with the query are compared (Manku et al. above, section
 // 3, with one table per block). Memory is bounded: beyond
-// near_dup_max_entries the oldest simhash is forgotten.
+// near_dup_max_entries the oldest simhash is forgotten. Each stored simhash
+// has a slot in [0, capacity()), its place in the insertion ring, so that a
+// caller can keep what it knows about the hash (where its page is) in an
+// array beside the index, forgotten with it.
 // Owned by one worker loop; not thread-safe. Not copyable; movable.
 class NearDupIndex {
  public:
+  // A stored simhash and its slot.
+  struct Match {
+    uint64_t simhash = 0;
+    uint32_t slot = 0;
+  };
+  // Where Insert put a simhash, and the simhash it forgot to make room
+  // (whose slot that was), if any.
+  struct Inserted {
+    uint32_t slot = 0;
+    std::optional<uint64_t> evicted;
+  };
+
   // Allocates the insertion ring and the bucket arrays up front; buckets
   // grow with their contents.
   explicit NearDupIndex(const Options& options);
@@ -344,9 +359,10 @@ class NearDupIndex {
 
   // A stored simhash within max_distance() of `simhash` (the first found,
   // not necessarily the nearest), or nullopt.
-  std::optional<uint64_t> FindNear(uint64_t simhash) const;
-  // Stores `simhash` (duplicates too), forgetting the oldest when full.
-  void Insert(uint64_t simhash);
+  std::optional<Match> FindNear(uint64_t simhash) const;
+  // Stores `simhash` (duplicates too), forgetting the oldest when full:
+  // slots are reused in insertion order, 0, 1, ..., capacity() - 1, 0, ...
+  Inserted Insert(uint64_t simhash);
 
   // Simhashes stored (count), at most capacity().
   size_t size() const { return size_; }
@@ -354,15 +370,21 @@ class NearDupIndex {
   int max_distance() const { return max_distance_; }
 
  private:
-  // One table per block: buckets of full simhashes, contiguous so that a
-  // query scans a cache line or two per table instead of chasing pointers.
+  // A bucket entry: the whole simhash (a query compares it without
+  // leaving the bucket) and its slot. Packed: 12 bytes, not 16.
+  struct __attribute__((packed)) Entry {
+    uint64_t simhash;
+    uint32_t slot;
+  };
+  // One table per block: buckets of entries, contiguous so that a query
+  // scans a cache line or two per table instead of chasing pointers.
   struct Table {
     int shift = 0;      // the block's lowest bit
     uint64_t mask = 0;  // the block's bits, after the shift
-    std::vector<std::vector<uint64_t>> buckets;
+    std::vector<std::vector<Entry>> buckets;
   };
-  std::vector<uint64_t>& BucketOf(Table& t, uint64_t simhash);
-  const std::vector<uint64_t>& BucketOf(const Table& t, uint64_t simhash) const;
+  std::vector<Entry>& BucketOf(Table& t, uint64_t simhash);
+  const std::vector<Entry>& BucketOf(const Table& t, uint64_t simhash) const;
 
   int max_distance_ = 3;
   std::vector<uint64_t> hashes_;  // ring in insertion order, for eviction
@@ -387,50 +409,13 @@ Digest128 DocumentDigest128(std::string_view body);
 
 // Where the stored copy of a document is, in the caller's terms (a worker:
 // the number of its WARC file, the record's offset and length there, and
-// the fetch time).
+// the fetch time). The text behind it (URL, record id) is read back from
+// the WARC record when needed, which is rare.
 struct DocumentCopy {
   uint64_t offset = 0;
   int64_t time_us = 0;
   uint32_t file = 0;
-  uint32_t length = 0;  // never 0 in the table
-};
-
-// An exact map from 128-bit keys (document digests, or a SimHash with
-// low = 0) to DocumentCopy: what a worker needs to write a revisit record
-// or name the page a near-duplicate resembles, in 40 bytes a slot instead
-// of a node and three strings per page. The text behind a copy (URL,
-// record id) is read back from the WARC record on a hit, which is rare.
-// Flat linear probing, grown by doubling at 70% load, capped at
-// max_entries (then Insert refuses). Owned by one loop; not thread-safe.
-class DocumentTable {
- public:
-  explicit DocumentTable(size_t max_entries);
-
-  // The copy stored for `key`, or nullptr. Valid until the next Insert.
-  const DocumentCopy* Find(const Digest128& key) const;
-  // Adds `key` unless it is present or the table is full; true if added.
-  // REQUIRES: copy.length > 0 (0 marks an empty slot).
-  bool Insert(const Digest128& key, const DocumentCopy& copy);
-  // Points a present `key` at another copy (the first one could not be
-  // read back); true if it was present. REQUIRES: copy.length > 0.
-  bool Replace(const Digest128& key, const DocumentCopy& copy);
-
-  size_t size() const { return size_; }
-  size_t max_entries() const { return max_entries_; }
-  // Bytes of the slot array.
-  size_t memory_bytes() const { return slots_.size() * sizeof(Slot); }
-
- private:
-  struct Slot {
-    Digest128 key;
-    DocumentCopy copy;
-  };
-  size_t Home(const Digest128& key) const;
-  void Grow();
-
-  size_t max_entries_;
-  size_t size_ = 0;
-  std::vector<Slot> slots_;  // a power of two long
+  uint32_t length = 0;  // 0: no copy
 };
 
 // ---------------------------------------------------------------------------

@@ -142,36 +142,44 @@ NearDupIndex::NearDupIndex(const Options& options) {
   }
 }
 
-std::vector<uint64_t>& NearDupIndex::BucketOf(Table& t, uint64_t simhash) {
+std::vector<NearDupIndex::Entry>& NearDupIndex::BucketOf(Table& t,
+                                                         uint64_t simhash) {
   return t.buckets[internal::Mix((simhash >> t.shift) & t.mask) & bucket_mask_];
 }
 
-const std::vector<uint64_t>& NearDupIndex::BucketOf(const Table& t,
-                                                    uint64_t simhash) const {
+const std::vector<NearDupIndex::Entry>& NearDupIndex::BucketOf(
+    const Table& t, uint64_t simhash) const {
   return t.buckets[internal::Mix((simhash >> t.shift) & t.mask) & bucket_mask_];
 }
 
-std::optional<uint64_t> NearDupIndex::FindNear(uint64_t simhash) const {
+std::optional<NearDupIndex::Match> NearDupIndex::FindNear(
+    uint64_t simhash) const {
   // A bucket also holds other blocks that hash alike; the distance test
   // covers them (a far hash fails it whatever its block).
   for (const Table& t : tables_) {
-    for (uint64_t h : BucketOf(t, simhash)) {
-      if (HammingDistance(h, simhash) <= max_distance_) return h;
+    for (const Entry& e : BucketOf(t, simhash)) {
+      const uint64_t h = e.simhash;
+      if (HammingDistance(h, simhash) <= max_distance_) {
+        return Match{h, e.slot};
+      }
     }
   }
   return std::nullopt;
 }
 
-void NearDupIndex::Insert(uint64_t simhash) {
+NearDupIndex::Inserted NearDupIndex::Insert(uint64_t simhash) {
+  Inserted out;
+  out.slot = static_cast<uint32_t>(next_slot_);
   if (size_ == hashes_.size()) {
-    // Equal values are interchangeable, so removing any one copy of the
-    // oldest is exact.
+    // The oldest leaves every table: its entries are the ones with its
+    // slot (equal simhashes may sit beside it under other slots).
     const uint64_t old = hashes_[next_slot_];
+    out.evicted = old;
     for (Table& t : tables_) {
-      std::vector<uint64_t>& bucket = BucketOf(t, old);
-      for (uint64_t& h : bucket) {
-        if (h == old) {
-          h = bucket.back();
+      std::vector<Entry>& bucket = BucketOf(t, old);
+      for (Entry& e : bucket) {
+        if (e.slot == out.slot) {
+          e = bucket.back();
           bucket.pop_back();
           break;
         }
@@ -181,8 +189,9 @@ void NearDupIndex::Insert(uint64_t simhash) {
     ++size_;
   }
   hashes_[next_slot_] = simhash;
-  for (Table& t : tables_) BucketOf(t, simhash).push_back(simhash);
+  for (Table& t : tables_) BucketOf(t, simhash).push_back({simhash, out.slot});
   next_slot_ = next_slot_ + 1 == hashes_.size() ? 0 : next_slot_ + 1;
+  return out;
 }
 
 }  // namespace crawld::dedupe

@@ -373,3 +373,37 @@ class DuplicateBodies(unittest.TestCase):
                      if r["headers"].get("warc-type") == "metadata"
                      and b"near-duplicate-of: " in r["block"]]
             self.assertEqual(len(metas), len(flagged))
+
+    def test_near_duplicates_name_the_original_after_the_index_wraps(self):
+        # store.near_duplicate_entries = 16 and 80 new texts: the index
+        # forgets the oldest texts many times over. A page flagged then
+        # still names its original's URL; where the page was is forgotten
+        # with its text, never kept for a text the index no longer has
+        # (before, the places filled up at 16 and every reference after
+        # that was named "?").
+        cfg = small_farm('[[profile]]\nhosts = 1\nmirror_of = 0\n',
+                         hosts=2, pages=80)
+        with harness.Webfarm(cfg) as farm, \
+                harness.Dnsmasq(farm.hosts_file) as dns:
+            result = crawl_util.run_crawl(
+                farm, dns, **{"store.near_duplicate_entries": 16})
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(result.summary["pages"], len(farm.manifest()))
+            self.assertGreaterEqual(len(farm.manifest()), 160)
+            flagged = {}
+            for path in os.listdir(os.path.join(result.data_dir, "index")):
+                if not path.endswith(".cdxj"):
+                    continue
+                with open(os.path.join(result.data_dir, "index", path)) as f:
+                    for line in f:
+                        j = json.loads(line.split(" ", 2)[2])
+                        if j.get("near_duplicate_of"):
+                            flagged[j["url"]] = j["near_duplicate_of"]
+            # The two hosts are crawled side by side, so many twins come
+            # within 16 new texts of each other (25 of 80 in one run).
+            self.assertGreater(len(flagged), 10, flagged)
+            for url, original in flagged.items():
+                self.assertNotEqual(original, "?", url)
+                self.assertNotEqual(url.split("/")[2], original.split("/")[2])
+                self.assertEqual(url.split("/", 3)[3],
+                                 original.split("/", 3)[3])

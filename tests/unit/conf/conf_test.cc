@@ -247,8 +247,9 @@ TEST(CrawldConf, ConfigMdDocumentsEveryKey) {
 TEST(CrawldConf, SchemaDescribesEveryKeyOnce) {
   std::vector<KeyInfo> schema = Schema();
   // 103 + admin.console (issue 18) + [recrawl] and fetch.http2 (issue 17)
-  // + politeness.host_record_idle_s (issue 16)
-  EXPECT_EQ(schema.size(), 115u);
+  // + politeness.host_record_idle_s and store.near_duplicate_entries
+  // (issue 16)
+  EXPECT_EQ(schema.size(), 116u);
   std::set<std::string> names;
   for (const KeyInfo& k : schema) {
     EXPECT_TRUE(
@@ -444,8 +445,9 @@ TEST(CrawldConf, EveryNumericKeyEnforcesItsRange) {
     }
     ++checked;
   }
-  // 62 + [recrawl]'s 8 numeric keys + politeness.host_record_idle_s
-  EXPECT_EQ(checked, 71);
+  // 62 + [recrawl]'s 8 numeric keys + politeness.host_record_idle_s +
+  // store.near_duplicate_entries
+  EXPECT_EQ(checked, 72);
 }
 
 TEST(CrawldConf, FloatKeysRejectNanAndInfinity) {

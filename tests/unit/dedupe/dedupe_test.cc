@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <string>
@@ -153,6 +154,16 @@ TEST(DocumentDigest, LargeBodyCoversTheLongInputPath) {
   std::string d = DocumentDigest(big);
   big[12345] = 'y';
   EXPECT_NE(DocumentDigest(big), d);
+}
+
+TEST(DocumentDigest128, IsTheHexDigestInTwoWords) {
+  const std::string body = "<html>same bytes</html>";
+  const Digest128 d = DocumentDigest128(body);
+  char hex[33];
+  std::snprintf(hex, sizeof(hex), "%016llx%016llx",
+                static_cast<unsigned long long>(d.high),
+                static_cast<unsigned long long>(d.low));
+  EXPECT_EQ(std::string(hex), DocumentDigest(body));
 }
 
 }  // namespace

@@ -179,7 +179,9 @@ TEST(NearDupIndex, AgreesWithLinearScan) {
     std::vector<uint64_t> stored;
     for (int i = 0; i < 2'000; ++i) {
       stored.push_back(rng());
-      index.Insert(stored.back());
+      const NearDupIndex::Inserted in = index.Insert(stored.back());
+      EXPECT_EQ(in.slot, static_cast<uint32_t>(i));  // the ring's order
+      EXPECT_FALSE(in.evicted.has_value());
     }
     int found = 0;
     for (int q = 0; q < 4'000; ++q) {
@@ -187,11 +189,14 @@ TEST(NearDupIndex, AgreesWithLinearScan) {
       const uint64_t query = FlipBits(base, static_cast<int>(rng() % 6), rng);
       bool expect = false;
       for (uint64_t h : stored) expect |= HammingDistance(h, query) <= k;
-      const std::optional<uint64_t> got = index.FindNear(query);
+      const std::optional<NearDupIndex::Match> got = index.FindNear(query);
       ASSERT_EQ(got.has_value(), expect) << "k=" << k << " q=" << q;
       if (got) {
         ++found;
-        EXPECT_LE(HammingDistance(*got, query), k);
+        EXPECT_LE(HammingDistance(got->simhash, query), k);
+        // The slot is where that simhash went in.
+        ASSERT_LT(got->slot, stored.size());
+        EXPECT_EQ(stored[got->slot], got->simhash);
       }
     }
     EXPECT_GT(found, 0);
@@ -205,17 +210,43 @@ TEST(NearDupIndex, ForgetsTheOldestWhenFull) {
   std::mt19937_64 rng(5);
   std::vector<uint64_t> h;
   for (int i = 0; i < 6; ++i) h.push_back(rng());
-  for (uint64_t x : h) index.Insert(x);
+  std::vector<NearDupIndex::Inserted> in;
+  for (uint64_t x : h) in.push_back(index.Insert(x));
   EXPECT_EQ(index.size(), 4u);
   EXPECT_EQ(index.capacity(), 4u);
+  // The fifth and sixth reuse the oldest slots and say whom they forgot.
+  EXPECT_EQ(in[4].slot, 0u);
+  EXPECT_EQ(in[4].evicted, h[0]);
+  EXPECT_EQ(in[5].slot, 1u);
+  EXPECT_EQ(in[5].evicted, h[1]);
   EXPECT_FALSE(index.FindNear(h[0]).has_value());
   EXPECT_FALSE(index.FindNear(h[1]).has_value());
-  for (size_t i = 2; i < 6; ++i) EXPECT_EQ(index.FindNear(h[i]), h[i]);
-  // Wrapping around many times keeps the chains consistent.
-  for (int i = 0; i < 1'000; ++i) index.Insert(rng());
+  for (size_t i = 2; i < 6; ++i) {
+    const auto got = index.FindNear(h[i]);
+    ASSERT_TRUE(got.has_value()) << i;
+    EXPECT_EQ(got->simhash, h[i]);
+    EXPECT_EQ(got->slot, i % 4);
+  }
+  // Wrapping around many times keeps the buckets consistent: each
+  // simhash is found under the slot it was given, and only while stored.
+  std::vector<uint64_t> in_slot(4);
+  for (int i = 0; i < 1'000; ++i) {
+    const uint64_t x = rng();
+    const NearDupIndex::Inserted r = index.Insert(x);
+    ASSERT_TRUE(r.evicted.has_value());
+    if (i >= 4) {
+      EXPECT_EQ(*r.evicted, in_slot[r.slot]);
+    }
+    in_slot[r.slot] = x;
+  }
+  for (uint32_t s = 0; s < 4; ++s) {
+    const auto got = index.FindNear(in_slot[s]);
+    ASSERT_TRUE(got.has_value());
+    EXPECT_EQ(got->slot, s);
+  }
   const uint64_t last = rng();
   index.Insert(last);
-  EXPECT_EQ(index.FindNear(FlipBits(last, 3, rng)), last);
+  EXPECT_EQ(index.FindNear(FlipBits(last, 3, rng))->simhash, last);
   EXPECT_EQ(index.size(), 4u);
 }
 
@@ -227,9 +258,9 @@ TEST(NearDupIndex, DuplicatesAndClampedOptions) {
   EXPECT_EQ(index.max_distance(), 3);
   EXPECT_EQ(index.capacity(), 1u);
   index.Insert(42);
-  index.Insert(42);
+  EXPECT_EQ(index.Insert(42).evicted, 42u);
   EXPECT_EQ(index.size(), 1u);
-  EXPECT_EQ(index.FindNear(42 ^ 0b111), 42u);
+  EXPECT_EQ(index.FindNear(42 ^ 0b111)->simhash, 42u);
   EXPECT_FALSE(index.FindNear(42 ^ 0b1111).has_value());
 }
 
