@@ -29,6 +29,20 @@ def small_farm(profiles="", hosts=3, pages=15, links=4):
             profiles)
 
 
+def near_duplicates(data_dir):
+    """{url: the URL it is a near-duplicate of} from the CDXJ index."""
+    flagged = {}
+    for path in os.listdir(os.path.join(data_dir, "index")):
+        if not path.endswith(".cdxj"):
+            continue
+        with open(os.path.join(data_dir, "index", path)) as f:
+            for line in f:
+                j = json.loads(line.split(" ", 2)[2])
+                if j.get("near_duplicate_of"):
+                    flagged[j["url"]] = j["near_duplicate_of"]
+    return flagged
+
+
 def host(i):
     return f"h{i}.farm.test"
 
@@ -343,6 +357,12 @@ class DuplicateBodies(unittest.TestCase):
             verify = crawl_util.crawlctl("warc", "verify", *result.warc_files())
             self.assertEqual(verify.returncode, 0, verify.stdout + verify.stderr)
 
+    def assert_twins(self, flagged):
+        for url, original in flagged.items():
+            # The twin on the other host, same path.
+            self.assertNotEqual(url.split("/")[2], original.split("/")[2])
+            self.assertEqual(url.split("/", 3)[3], original.split("/", 3)[3])
+
     def test_near_duplicates_are_flagged_with_the_original(self):
         # Host 1 mirrors host 0: same text, links naming the mirror, so the
         # bodies differ but their text does not.
@@ -352,22 +372,10 @@ class DuplicateBodies(unittest.TestCase):
                 harness.Dnsmasq(farm.hosts_file) as dns:
             result = crawl_util.run_crawl(farm, dns)
             self.assertEqual(result.returncode, 0, result.stderr)
-            flagged = {}
-            for path in os.listdir(os.path.join(result.data_dir, "index")):
-                if not path.endswith(".cdxj"):
-                    continue
-                with open(os.path.join(result.data_dir, "index", path)) as f:
-                    for line in f:
-                        j = json.loads(line.split(" ", 2)[2])
-                        if j.get("near_duplicate_of"):
-                            flagged[j["url"]] = j["near_duplicate_of"]
+            flagged = near_duplicates(result.data_dir)
             self.assertGreater(len(flagged), 5, flagged)
             self.assertEqual(result.count("near_duplicates"), len(flagged))
-            for url, original in flagged.items():
-                # The twin on the other host, same path.
-                self.assertNotEqual(url.split("/")[2], original.split("/")[2])
-                self.assertEqual(url.split("/", 3)[3],
-                                 original.split("/", 3)[3])
+            self.assert_twins(flagged)
             # The metadata record says it too.
             metas = [r for r in result.records()
                      if r["headers"].get("warc-type") == "metadata"
@@ -390,20 +398,9 @@ class DuplicateBodies(unittest.TestCase):
             self.assertEqual(result.returncode, 0, result.stderr)
             self.assertEqual(result.summary["pages"], len(farm.manifest()))
             self.assertGreaterEqual(len(farm.manifest()), 160)
-            flagged = {}
-            for path in os.listdir(os.path.join(result.data_dir, "index")):
-                if not path.endswith(".cdxj"):
-                    continue
-                with open(os.path.join(result.data_dir, "index", path)) as f:
-                    for line in f:
-                        j = json.loads(line.split(" ", 2)[2])
-                        if j.get("near_duplicate_of"):
-                            flagged[j["url"]] = j["near_duplicate_of"]
+            flagged = near_duplicates(result.data_dir)
             # The two hosts are crawled side by side, so many twins come
             # within 16 new texts of each other (25 of 80 in one run).
             self.assertGreater(len(flagged), 10, flagged)
-            for url, original in flagged.items():
-                self.assertNotEqual(original, "?", url)
-                self.assertNotEqual(url.split("/")[2], original.split("/")[2])
-                self.assertEqual(url.split("/", 3)[3],
-                                 original.split("/", 3)[3])
+            self.assertNotIn("?", flagged.values())
+            self.assert_twins(flagged)
