@@ -577,7 +577,7 @@ constexpr Key kKeys[] = {
            "Texts each worker remembers for the near-duplicate check, the "
            "oldest forgotten first: a page is compared with the last this "
            "many new texts its worker stored. About 100 bytes of the "
-           "worker's memory each once used (20 MB at start for the default "
+           "worker's memory each once used (12 MB at start for the default "
            "1048576, 125-145 MB once full)."),
     BoolKey(CRAWLD_CONF_FIELD(store, write_index),
             "Write a CDXJ index line per response and revisit record, one "

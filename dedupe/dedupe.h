@@ -349,8 +349,9 @@ class NearDupIndex {
     std::optional<uint64_t> evicted;
   };
 
-  // Allocates the insertion ring and the bucket arrays up front; buckets
-  // grow with their contents.
+  // Allocates the bucket arrays up front (24 bytes per 8 entries of
+  // capacity, per block); buckets and the insertion ring grow with their
+  // contents.
   explicit NearDupIndex(const Options& options);
   NearDupIndex(NearDupIndex&&) noexcept = default;
   NearDupIndex& operator=(NearDupIndex&&) noexcept = default;
@@ -365,8 +366,8 @@ class NearDupIndex {
   Inserted Insert(uint64_t simhash);
 
   // Simhashes stored (count), at most capacity().
-  size_t size() const { return size_; }
-  size_t capacity() const { return hashes_.size(); }
+  size_t size() const { return hashes_.size(); }
+  size_t capacity() const { return capacity_; }
   int max_distance() const { return max_distance_; }
 
  private:
@@ -387,8 +388,8 @@ class NearDupIndex {
   const std::vector<Entry>& BucketOf(const Table& t, uint64_t simhash) const;
 
   int max_distance_ = 3;
+  size_t capacity_ = 1;
   std::vector<uint64_t> hashes_;  // ring in insertion order, for eviction
-  size_t size_ = 0;
   size_t next_slot_ = 0;
   uint64_t bucket_mask_ = 0;
   std::vector<Table> tables_;

@@ -124,7 +124,10 @@ NearDupIndex::NearDupIndex(const Options& options) {
   max_distance_ = std::clamp(options.near_dup_max_distance, 0, 3);
   const size_t capacity =
       std::clamp<size_t>(options.near_dup_max_entries, 1, size_t{1} << 28);
-  hashes_.assign(capacity, 0);
+  capacity_ = capacity;
+  // Filled in insertion order: reserved (address space), touched as it
+  // fills, so a small crawl does not pay for the whole ring.
+  hashes_.reserve(capacity);
   // About 8 hashes per bucket at capacity: one or two cache lines.
   const uint64_t buckets = RoundUpPow2(std::max<size_t>(1, capacity / 8));
   bucket_mask_ = buckets - 1;
@@ -170,7 +173,9 @@ std::optional<NearDupIndex::Match> NearDupIndex::FindNear(
 NearDupIndex::Inserted NearDupIndex::Insert(uint64_t simhash) {
   Inserted out;
   out.slot = static_cast<uint32_t>(next_slot_);
-  if (size_ == hashes_.size()) {
+  if (hashes_.size() < capacity_) {
+    hashes_.push_back(simhash);
+  } else {
     // The oldest leaves every table: its entries are the ones with its
     // slot (equal simhashes may sit beside it under other slots).
     const uint64_t old = hashes_[next_slot_];
@@ -185,12 +190,10 @@ NearDupIndex::Inserted NearDupIndex::Insert(uint64_t simhash) {
         }
       }
     }
-  } else {
-    ++size_;
+    hashes_[next_slot_] = simhash;
   }
-  hashes_[next_slot_] = simhash;
   for (Table& t : tables_) BucketOf(t, simhash).push_back({simhash, out.slot});
-  next_slot_ = next_slot_ + 1 == hashes_.size() ? 0 : next_slot_ + 1;
+  next_slot_ = next_slot_ + 1 == capacity_ ? 0 : next_slot_ + 1;
   return out;
 }
 
