@@ -576,9 +576,9 @@ constexpr Key kKeys[] = {
     IntKey(CRAWLD_CONF_FIELD(store, near_duplicate_entries), 1, 1ll << 28,
            "Texts each worker remembers for the near-duplicate check, the "
            "oldest forgotten first: a page is compared with the last this "
-           "many new texts its worker stored. About 100 bytes of the "
-           "worker's memory each once used (12 MB at start for the default "
-           "1048576, 125-145 MB once full)."),
+           "many new texts its worker stored. About 120 bytes of the "
+           "worker's memory per text held, nothing at start (125-145 MB "
+           "once full at the default 1048576)."),
     BoolKey(CRAWLD_CONF_FIELD(store, write_index),
             "Write a CDXJ index line per response and revisit record, one "
             "index file per WARC in <data>/index (docs/STORE.md)."),

@@ -349,9 +349,8 @@ class NearDupIndex {
     std::optional<uint64_t> evicted;
   };
 
-  // Allocates the bucket arrays up front (24 bytes per 8 entries of
-  // capacity, per block); buckets and the insertion ring grow with their
-  // contents.
+  // The bucket arrays, the buckets and the insertion ring all grow with
+  // the contents: an empty index holds about 100 KB.
   explicit NearDupIndex(const Options& options);
   NearDupIndex(NearDupIndex&&) noexcept = default;
   NearDupIndex& operator=(NearDupIndex&&) noexcept = default;
@@ -384,14 +383,20 @@ class NearDupIndex {
     uint64_t mask = 0;  // the block's bits, after the shift
     std::vector<std::vector<Entry>> buckets;
   };
+  // Buckets a table starts with (fewer when the capacity needs fewer).
+  static constexpr uint64_t kFirstBuckets = 1024;
+  size_t BucketIndex(const Table& t, uint64_t simhash) const;
   std::vector<Entry>& BucketOf(Table& t, uint64_t simhash);
   const std::vector<Entry>& BucketOf(const Table& t, uint64_t simhash) const;
+  // Doubles every table's buckets (at 8 entries a bucket on average).
+  void GrowBuckets();
 
   int max_distance_ = 3;
   size_t capacity_ = 1;
   std::vector<uint64_t> hashes_;  // ring in insertion order, for eviction
   size_t next_slot_ = 0;
   uint64_t bucket_mask_ = 0;
+  uint64_t max_buckets_ = 1;
   std::vector<Table> tables_;
 };
 

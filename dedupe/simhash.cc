@@ -128,8 +128,12 @@ NearDupIndex::NearDupIndex(const Options& options) {
   // Filled in insertion order: reserved (address space), touched as it
   // fills, so a small crawl does not pay for the whole ring.
   hashes_.reserve(capacity);
-  // About 8 hashes per bucket at capacity: one or two cache lines.
-  const uint64_t buckets = RoundUpPow2(std::max<size_t>(1, capacity / 8));
+  // About 8 hashes per bucket, one or two cache lines: the bucket arrays
+  // double with the contents up to capacity / 8 buckets, so that an index
+  // holding little costs little (24 bytes a bucket per block: 12 MB for
+  // 1 M entries and 4 blocks, in each worker, were paid at start before).
+  max_buckets_ = RoundUpPow2(std::max<size_t>(1, capacity / 8));
+  const uint64_t buckets = std::min<uint64_t>(max_buckets_, kFirstBuckets);
   bucket_mask_ = buckets - 1;
   const int blocks = max_distance_ + 1;
   int shift = 0;
@@ -145,14 +149,42 @@ NearDupIndex::NearDupIndex(const Options& options) {
   }
 }
 
+size_t NearDupIndex::BucketIndex(const Table& t, uint64_t simhash) const {
+  return internal::Mix((simhash >> t.shift) & t.mask) & bucket_mask_;
+}
+
+void NearDupIndex::GrowBuckets() {
+  // Doubling adds one bit to the mask: bucket i splits into i and i + n,
+  // in place, so the entries are never held twice.
+  const size_t n = bucket_mask_ + 1;
+  bucket_mask_ = 2 * n - 1;
+  for (Table& t : tables_) {
+    t.buckets.resize(2 * n);
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<Entry>& stay = t.buckets[i];
+      std::vector<Entry>& move = t.buckets[i + n];
+      size_t kept = 0;
+      for (const Entry& e : stay) {
+        if (BucketIndex(t, e.simhash) == i) {
+          stay[kept++] = e;
+        } else {
+          move.push_back(e);
+        }
+      }
+      stay.resize(kept);
+      stay.shrink_to_fit();
+    }
+  }
+}
+
 std::vector<NearDupIndex::Entry>& NearDupIndex::BucketOf(Table& t,
                                                          uint64_t simhash) {
-  return t.buckets[internal::Mix((simhash >> t.shift) & t.mask) & bucket_mask_];
+  return t.buckets[BucketIndex(t, simhash)];
 }
 
 const std::vector<NearDupIndex::Entry>& NearDupIndex::BucketOf(
     const Table& t, uint64_t simhash) const {
-  return t.buckets[internal::Mix((simhash >> t.shift) & t.mask) & bucket_mask_];
+  return t.buckets[BucketIndex(t, simhash)];
 }
 
 std::optional<NearDupIndex::Match> NearDupIndex::FindNear(
@@ -175,6 +207,10 @@ NearDupIndex::Inserted NearDupIndex::Insert(uint64_t simhash) {
   out.slot = static_cast<uint32_t>(next_slot_);
   if (hashes_.size() < capacity_) {
     hashes_.push_back(simhash);
+    if (hashes_.size() > 8 * (bucket_mask_ + 1) &&
+        bucket_mask_ + 1 < max_buckets_) {
+      GrowBuckets();
+    }
   } else {
     // The oldest leaves every table: its entries are the ones with its
     // slot (equal simhashes may sit beside it under other slots).

@@ -203,6 +203,43 @@ TEST(NearDupIndex, AgreesWithLinearScan) {
   }
 }
 
+// The bucket arrays start small and double as the index fills (1,024
+// buckets, then up to capacity / 8): answers stay exact across each
+// doubling, and after wrapping around at capacity.
+TEST(NearDupIndex, AgreesWithLinearScanAcrossBucketGrowth) {
+  Options o;
+  o.near_dup_max_entries = 20'000;  // 1,024 -> 2,048 buckets at 8,193
+  NearDupIndex index(o);
+  std::mt19937_64 rng(21);
+  std::vector<uint64_t> stored;
+  auto check = [&](int queries) {
+    for (int q = 0; q < queries; ++q) {
+      const uint64_t base = stored[rng() % stored.size()];
+      const uint64_t query = FlipBits(base, static_cast<int>(rng() % 6), rng);
+      bool expect = false;
+      for (uint64_t h : stored) expect |= HammingDistance(h, query) <= 3;
+      const auto got = index.FindNear(query);
+      ASSERT_EQ(got.has_value(), expect) << stored.size() << " q=" << q;
+      if (got) {
+        EXPECT_EQ(stored[got->slot], got->simhash);
+      }
+    }
+  };
+  for (int i = 0; i < 20'000; ++i) {
+    stored.push_back(rng());
+    index.Insert(stored.back());
+    if (i == 8'191 || i == 8'192 || i == 8'193) check(200);
+  }
+  check(1'000);
+  // Wrapped: slot i now holds the (20,000 + i)-th insert.
+  for (int i = 0; i < 5'000; ++i) {
+    const uint64_t h = rng();
+    EXPECT_EQ(index.Insert(h).evicted, stored[i]);
+    stored[i] = h;
+  }
+  check(1'000);
+}
+
 TEST(NearDupIndex, ForgetsTheOldestWhenFull) {
   Options o;
   o.near_dup_max_entries = 4;
