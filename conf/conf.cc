@@ -573,7 +573,11 @@ constexpr Key kKeys[] = {
            "A parsed page whose text's 64-bit SimHash is within this many "
            "bits of an earlier page's is flagged near-duplicate (CDXJ, "
            "feed, metadata record) with that page's URL; 0 = off."),
-    IntKey(CRAWLD_CONF_FIELD(store, near_duplicate_entries), 1, 1ll << 28,
+    // The bound keeps the index's reservation (copies and ring, 32 bytes
+    // a text, reserved at capacity) at 512 MB of address space: 2^28
+    // would reserve 8.6 GB, which overcommit refuses at start on a small
+    // machine as a bad_alloc rather than a clear error.
+    IntKey(CRAWLD_CONF_FIELD(store, near_duplicate_entries), 1, 1ll << 24,
            "Texts each worker remembers for the near-duplicate check, the "
            "oldest forgotten first: a page is compared with the last this "
            "many new texts its worker stored. About 120 bytes of the "
