@@ -1317,7 +1317,7 @@ size_t Fetcher::in_flight() const {
          impl_->completions.size();
 }
 
-Stats Fetcher::stats() const { return impl_->stats; }
+const Stats& Fetcher::stats() const { return impl_->stats; }
 
 void Fetcher::Shutdown() {
   Impl* impl = impl_.get();

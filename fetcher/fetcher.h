@@ -280,7 +280,8 @@ class Fetcher {
 
   // Transfers submitted whose `done` has not run yet.
   [[nodiscard]] size_t in_flight() const;
-  [[nodiscard]] Stats stats() const;
+  // Live counters, valid as long as the Fetcher.
+  [[nodiscard]] const Stats& stats() const;
 
   // Aborts every transfer (each `done` runs with kAborted and status_code
   // 0, before Shutdown returns: nothing of a cut transfer is to be
