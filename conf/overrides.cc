@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "conf/read_file.h"
+#include "conf/rule_lines.h"
 #include "url/url.h"
 
 namespace crawld::conf {
@@ -42,38 +43,6 @@ struct OverrideEntry {
 namespace {
 
 constexpr size_t kMaxPatternBytes = 4096;
-
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-// As conf/rules.cc: a '#' at the start of a token starts a comment.
-std::vector<std::string_view> Tokenize(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && IsSpace(line[i])) ++i;
-    if (i >= line.size() || line[i] == '#') break;
-    const size_t start = i;
-    while (i < line.size() && !IsSpace(line[i])) ++i;
-    out.push_back(line.substr(start, i - start));
-  }
-  return out;
-}
-
-std::string Join(const std::vector<std::string_view>& t) {
-  std::string out;
-  for (std::string_view s : t) {
-    if (!out.empty()) out += ' ';
-    out += s;
-  }
-  return out;
-}
-
-bool LooksLikeIp(std::string_view host) {
-  if (!host.empty() && host.front() == '[') return true;
-  return !host.empty() && std::all_of(host.begin(), host.end(), [](char c) {
-    return (c >= '0' && c <= '9') || c == '.';
-  });
-}
 
 // Keeps a hostile selector short and printable in an error message.
 std::string Quote(std::string_view s) {
@@ -123,7 +92,8 @@ std::string ParseSelector(std::string_view sel, OverrideEntry& entry) {
            (u.ok() ? std::string() : " (" + u.status().message() + ")");
   }
   entry.host = std::string(u->host());
-  if (entry.kind == SelectorKind::kDomain && LooksLikeIp(entry.host)) {
+  if (entry.kind == SelectorKind::kDomain &&
+      internal::LooksLikeIp(entry.host)) {
     return "selector " + Quote(sel) +
            ": a domain selector needs a domain name, not an IP address";
   }
@@ -249,26 +219,14 @@ Result<std::unique_ptr<Overrides>> Overrides::Parse(
   set->source_ = std::string(source_name);
   // (kind, host, slot) -> line, to reject a directive given twice.
   std::map<std::tuple<int, std::string, int>, int> seen;
-  int line_no = 0;
-  size_t pos = 0;
-  auto error = [&](const std::string& what) {
-    return Status::InvalidArgument(std::string(source_name) + ":" +
-                                   std::to_string(line_no) + ": " + what);
-  };
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string_view::npos) eol = text.size();
-    const std::string_view line = text.substr(pos, eol - pos);
-    pos = eol + 1;
-    ++line_no;
-    if (line.find('\0') != std::string_view::npos) {
-      return error("NUL byte in line");
-    }
-    const std::vector<std::string_view> t = Tokenize(line);
-    if (t.empty()) continue;
+  internal::RuleLines lines(text, source_name);
+  while (lines.Next()) {
+    const std::vector<std::string_view>& t = lines.tokens();
+    const int line_no = lines.number();
+    auto error = [&](const std::string& what) { return lines.Error(what); };
     auto entry = std::make_unique<OverrideEntry>();
     entry->line = line_no;
-    entry->text = Join(t);
+    entry->text = internal::JoinTokens(t);
     std::string what = ParseSelector(t[0], *entry);
     if (what.empty()) what = ParseDirective(t, *entry);
     if (!what.empty()) return error(what);
@@ -297,6 +255,7 @@ Result<std::unique_ptr<Overrides>> Overrides::Parse(
     }
     set->entries_.push_back(std::move(entry));
   }
+  if (!lines.status().ok()) return lines.status();
   const size_t n = set->entries_.size();
   set->hits_ = std::make_unique<std::atomic<uint64_t>[]>(n);
   for (size_t i = 0; i < n; ++i) set->hits_[i].store(0);
@@ -335,7 +294,7 @@ HostOverride Overrides::For(std::string_view host) const {
   if (auto it = index_->exact.find(host); it != index_->exact.end()) {
     visit(it->second);
   }
-  if (!index_->domain.empty() && !LooksLikeIp(host)) {
+  if (!index_->domain.empty() && !internal::LooksLikeIp(host)) {
     // "a.b.example.com", "b.example.com", "example.com", "com".
     std::string_view rest = host;
     while (!rest.empty()) {

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "conf/read_file.h"
+#include "conf/rule_lines.h"
 #include "url/url.h"
 
 namespace crawld::conf {
@@ -55,23 +56,6 @@ namespace {
 
 constexpr uint64_t kMaxNumber = 1000000000;  // bounds a typo like 10^20
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-// Splits a line into whitespace-separated tokens; a '#' at the start of the
-// line or after whitespace starts a comment (so "a#b" inside a regex stays).
-std::vector<std::string_view> Tokenize(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && IsSpace(line[i])) ++i;
-    if (i >= line.size() || line[i] == '#') break;
-    const size_t start = i;
-    while (i < line.size() && !IsSpace(line[i])) ++i;
-    out.push_back(line.substr(start, i - start));
-  }
-  return out;
-}
-
 std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) {
@@ -86,17 +70,10 @@ bool IsAscii(std::string_view s) {
   });
 }
 
-bool LooksLikeIp(std::string_view host) {
-  if (!host.empty() && host.front() == '[') return true;
-  return !host.empty() && std::all_of(host.begin(), host.end(), [](char c) {
-    return (c >= '0' && c <= '9') || c == '.';
-  });
-}
-
 // The registrable domain (public suffix + one label) of a lowercase host;
 // empty when the host is an IP address or itself a public suffix.
 std::string RegistrableDomain(std::string_view host) {
-  if (host.empty() || LooksLikeIp(host)) return {};
+  if (host.empty() || internal::LooksLikeIp(host)) return {};
   const psl_ctx_t* psl = psl_builtin();
   if (psl == nullptr) return {};
   const std::string h(host);
@@ -324,15 +301,6 @@ std::string ParseRecrawlRule(const std::vector<std::string_view>& t,
   return ParseRuleBody(body, rule);
 }
 
-std::string Join(const std::vector<std::string_view>& t) {
-  std::string out;
-  for (std::string_view s : t) {
-    if (!out.empty()) out += ' ';
-    out += s;
-  }
-  return out;
-}
-
 bool Matches(const Rule& r, const url::Url& u, const UrlFacts& facts) {
   switch (r.kind) {
     case Kind::kRegex: {
@@ -424,23 +392,11 @@ RuleSet::~RuleSet() = default;
 Result<std::unique_ptr<RuleSet>> RuleSet::Parse(std::string_view text,
                                                 std::string_view source_name) {
   std::unique_ptr<RuleSet> set(new RuleSet());
-  int line_no = 0;
-  size_t pos = 0;
-  auto error = [&](const std::string& what) {
-    return Status::InvalidArgument(std::string(source_name) + ":" +
-                                   std::to_string(line_no) + ": " + what);
-  };
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string_view::npos) eol = text.size();
-    const std::string_view line = text.substr(pos, eol - pos);
-    pos = eol + 1;
-    ++line_no;
-    if (line.find('\0') != std::string_view::npos) {
-      return error("NUL byte in line");
-    }
-    const std::vector<std::string_view> t = Tokenize(line);
-    if (t.empty()) continue;
+  internal::RuleLines lines(text, source_name);
+  while (lines.Next()) {
+    const std::vector<std::string_view>& t = lines.tokens();
+    const int line_no = lines.number();
+    auto error = [&](const std::string& what) { return lines.Error(what); };
     if (set->default_line_ != 0) {
       return error("rule after 'default' (line " +
                    std::to_string(set->default_line_) +
@@ -457,7 +413,7 @@ Result<std::unique_ptr<RuleSet>> RuleSet::Parse(std::string_view text,
     if (t[0] == "recrawl") {
       auto rule = std::make_unique<Rule>();
       rule->line = line_no;
-      rule->text = Join(t);
+      rule->text = internal::JoinTokens(t);
       const std::string what = ParseRecrawlRule(t, *rule);
       if (!what.empty()) return error(what);
       set->recrawl_rules_.push_back(std::move(rule));
@@ -470,11 +426,12 @@ Result<std::unique_ptr<RuleSet>> RuleSet::Parse(std::string_view text,
     auto rule = std::make_unique<Rule>();
     rule->line = line_no;
     rule->accept = t[0] == "accept";
-    rule->text = Join(t);
+    rule->text = internal::JoinTokens(t);
     const std::string what = ParseRuleBody(t, *rule);
     if (!what.empty()) return error(what);
     set->rules_.push_back(std::move(rule));
   }
+  if (!lines.status().ok()) return lines.status();
   const size_t n = set->rules_.size() + 2;
   set->hits_ = std::make_unique<std::atomic<uint64_t>[]>(n);
   for (size_t i = 0; i < n; ++i) set->hits_[i].store(0);

@@ -281,6 +281,17 @@ TEST(CrawldRules, InvalidLinesRejectWholeFileNamingLine) {
   }
 }
 
+// Blank and comment lines count; a NUL byte (a binary file given by
+// mistake) stops the parse at its line; CRLF line ends parse as LF.
+TEST(CrawldRules, LinesAreNumberedAndANulByteIsAnError) {
+  EXPECT_EQ(
+      ErrorOf(std::string_view("\n# c\naccept host a.com\nreject\0x\n", 32)),
+      "r.rules:4: NUL byte in line");
+  EXPECT_EQ(ErrorOf("accept host a.com\r\n\r\nbogus\r\n"),
+            "r.rules:3: unknown action 'bogus' (expected accept, reject, "
+            "recrawl or default)");
+}
+
 TEST(CrawldRules, RuleAfterDefaultOrSecondDefaultIsAnError) {
   EXPECT_EQ(ErrorOf("default reject\naccept host a.com\n"),
             "r.rules:2: rule after 'default' (line 1); 'default' must be "
