@@ -898,58 +898,125 @@ class HeldSignals {
   sigset_t old_;
 };
 
-int RunDocsTail(Client& client, const Args& args) {
+// The flags `crawlctl docs` and `crawlctl feed` share: how much to ask
+// for at a time, whether to stop or follow, and where to start.
+struct TailFlags {
   long limit = 100;
+  bool follow = false;
+  bool once = false;
+  long max_seconds = -1;  // -1: no time limit
+  std::string cursor;     // --since, or what --cursor-file holds
+  const std::string* cursor_file = nullptr;
+};
+
+// Reads the shared flags into *out; a usage error (its exit code) for a bad
+// value, kExitOk otherwise.
+int ParseTailFlags(const char* verb, const char* help, const Args& args,
+                   TailFlags* out) {
   if (const std::string* l = args.Flag("--limit")) {
-    if (!ParseLong(*l, 1, 1000, &limit)) {
-      return UsageError("docs", "--limit wants 1..1000, not '" + *l + "'",
-                        kDocsHelp);
+    if (!ParseLong(*l, 1, 1000, &out->limit)) {
+      return UsageError(verb, "--limit wants 1..1000, not '" + *l + "'", help);
     }
   }
-  const bool follow = args.Flag("--follow") != nullptr;
-  const bool once = args.Flag("--once") != nullptr;
-  if (follow && once) {
-    return UsageError("docs", "--once and --follow exclude each other",
-                      kDocsHelp);
+  out->follow = args.Flag("--follow") != nullptr;
+  out->once = args.Flag("--once") != nullptr;
+  if (out->follow && out->once) {
+    return UsageError(verb, "--once and --follow exclude each other", help);
   }
-  long max_seconds = -1;
   if (const std::string* s = args.Flag("--max-seconds")) {
-    if (!ParseLong(*s, 0, 365L * 86400, &max_seconds)) {
-      return UsageError("docs",
-                        "--max-seconds wants an integer >= 0, not '" + *s + "'",
-                        kDocsHelp);
+    if (!ParseLong(*s, 0, 365L * 86400, &out->max_seconds)) {
+      return UsageError(
+          verb, "--max-seconds wants an integer >= 0, not '" + *s + "'", help);
     }
   }
-  std::string cursor;
-  if (const std::string* s = args.Flag("--since")) cursor = *s;
-  const std::string* cursor_file = args.Flag("--cursor-file");
-  if (cursor_file != nullptr) {
+  if (const std::string* s = args.Flag("--since")) out->cursor = *s;
+  out->cursor_file = args.Flag("--cursor-file");
+  if (out->cursor_file != nullptr) {
     bool exists = false;
     std::string stored;
-    const Status st = ReadCursorFile(*cursor_file, &stored, &exists);
+    const Status st = ReadCursorFile(*out->cursor_file, &stored, &exists);
     if (!st.ok()) {
-      std::fprintf(stderr, "crawlctl docs: %s\n", st.message().c_str());
+      std::fprintf(stderr, "crawlctl %s: %s\n", verb, st.message().c_str());
       return kExitUsage;
     }
-    if (exists) cursor = stored;
+    if (exists) out->cursor = stored;
   }
+  return kExitOk;
+}
+
+// The loop of `crawlctl docs` and `crawlctl feed`: ask for a batch from
+// the cursor, print it, move the cursor on, and ask again at once while
+// batches come full, every second with --follow, until SIGINT/SIGTERM or
+// --max-seconds.
+class TailLoop {
+ public:
+  TailLoop(const char* verb, TailFlags flags)
+      : verb_(verb),
+        flags_(std::move(flags)),
+        deadline_(flags_.max_seconds >= 0
+                      ? Clock::now() + std::chrono::seconds(flags_.max_seconds)
+                      : Clock::time_point::max()) {}
+
+  // Before each batch: false once a signal came or the time is up.
+  bool Go() { return !signals_.Wait(0) && MsLeft() > 0; }
+  [[nodiscard]] const std::string& cursor() const { return flags_.cursor; }
+  [[nodiscard]] long limit() const { return flags_.limit; }
+
+  // After a batch of `count` records up to `next` is printed: flushes it,
+  // moves the cursor (and its file) on, and waits when caught up. *more
+  // says whether to ask again; an exit code on error.
+  int Done(const std::string& next, size_t count, bool* more) {
+    *more = false;
+    // The cursor moves on only once the batch is out of our hands.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      std::fprintf(stderr, "crawlctl %s: cannot write output: %s\n", verb_,
+                   std::strerror(errno));
+      return kExitUsage;
+    }
+    if (flags_.cursor_file != nullptr && next != flags_.cursor) {
+      const Status st = WriteCursorFile(*flags_.cursor_file, next);
+      if (!st.ok()) {
+        std::fprintf(stderr, "crawlctl %s: %s\n", verb_, st.message().c_str());
+        return kExitUsage;
+      }
+    }
+    flags_.cursor = next;
+    if (flags_.once) return kExitOk;
+    if (count >= static_cast<size_t>(flags_.limit)) {
+      *more = true;  // more is waiting: ask again at once
+      return kExitOk;
+    }
+    if (!flags_.follow) return kExitOk;  // caught up
+    const long wait = std::min(1000L, MsLeft());
+    *more = !(wait > 0 && signals_.Wait(wait));
+    return kExitOk;
+  }
+
+ private:
   using Clock = std::chrono::steady_clock;
-  const Clock::time_point deadline =
-      max_seconds >= 0 ? Clock::now() + std::chrono::seconds(max_seconds)
-                       : Clock::time_point::max();
-  auto ms_left = [&]() -> long {
-    if (deadline == Clock::time_point::max()) return 1000;
+
+  long MsLeft() const {
+    if (deadline_ == Clock::time_point::max()) return 1000;
     return static_cast<long>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ -
                                                               Clock::now())
             .count());
-  };
-  HeldSignals signals;
-  for (;;) {
-    if (signals.Wait(0) || ms_left() <= 0) break;
+  }
+
+  const char* verb_;
+  TailFlags flags_;
+  Clock::time_point deadline_;
+  HeldSignals signals_;
+};
+
+int RunDocsTail(Client& client, const Args& args) {
+  TailFlags flags;
+  if (int rc = ParseTailFlags("docs", kDocsHelp, args, &flags)) return rc;
+  TailLoop tail("docs", std::move(flags));
+  while (tail.Go()) {
     Json j;
-    const std::string path = "/api/docs?since=" + PercentEncode(cursor) +
-                             "&limit=" + std::to_string(limit);
+    const std::string path = "/api/docs?since=" + PercentEncode(tail.cursor()) +
+                             "&limit=" + std::to_string(tail.limit());
     if (int rc = client.CallJson("GET", path, nullptr, &j)) return rc;
     const Json* entries = json::Find(j, "entries");
     const std::string* next = Str(json::Find(j, "next"));
@@ -957,7 +1024,7 @@ int RunDocsTail(Client& client, const Args& args) {
       std::fprintf(stderr, "crawlctl docs: reply lacks 'entries' or 'next'\n");
       return kExitServer;
     }
-    if (!entries->empty() && *next == cursor) {
+    if (!entries->empty() && *next == tail.cursor()) {
       // Would print the same records forever.
       std::fprintf(stderr,
                    "crawlctl docs: the server sent records but did not "
@@ -971,26 +1038,9 @@ int RunDocsTail(Client& client, const Args& args) {
                     Field(e, "warc").c_str(), Field(e, "offset").c_str());
       }
     }
-    // The cursor moves on only once the batch is out of our hands.
-    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-      std::fprintf(stderr, "crawlctl docs: cannot write output: %s\n",
-                   std::strerror(errno));
-      return kExitUsage;
-    }
-    if (cursor_file != nullptr && *next != cursor) {
-      const Status st = WriteCursorFile(*cursor_file, *next);
-      if (!st.ok()) {
-        std::fprintf(stderr, "crawlctl docs: %s\n", st.message().c_str());
-        return kExitUsage;
-      }
-    }
-    cursor = *next;
-    const bool full = entries->size() >= static_cast<size_t>(limit);
-    if (once) break;
-    if (full) continue;  // more is waiting: ask again at once
-    if (!follow) break;  // caught up
-    const long wait = std::min(1000L, ms_left());
-    if (wait > 0 && signals.Wait(wait)) break;
+    bool more = false;
+    if (int rc = tail.Done(*next, entries->size(), &more)) return rc;
+    if (!more) break;
   }
   return kExitOk;
 }
@@ -1140,27 +1190,8 @@ std::string Clean(std::string s) {
 }
 
 int RunFeed(const Args& args) {
-  long limit = 100;
-  if (const std::string* l = args.Flag("--limit")) {
-    if (!ParseLong(*l, 1, 1000, &limit)) {
-      return UsageError("feed", "--limit wants 1..1000, not '" + *l + "'",
-                        kFeedHelp);
-    }
-  }
-  const bool follow = args.Flag("--follow") != nullptr;
-  const bool once = args.Flag("--once") != nullptr;
-  if (follow && once) {
-    return UsageError("feed", "--once and --follow exclude each other",
-                      kFeedHelp);
-  }
-  long max_seconds = -1;
-  if (const std::string* s = args.Flag("--max-seconds")) {
-    if (!ParseLong(*s, 0, 365L * 86400, &max_seconds)) {
-      return UsageError("feed",
-                        "--max-seconds wants an integer >= 0, not '" + *s + "'",
-                        kFeedHelp);
-    }
-  }
+  TailFlags flags;
+  if (int rc = ParseTailFlags("feed", kFeedHelp, args, &flags)) return rc;
   std::vector<FeedSource> sources;
   for (const auto& [flag, value] : args.flags) {
     if (flag != "--node") continue;
@@ -1192,40 +1223,15 @@ int RunFeed(const Args& args) {
     return UsageError("feed", "give --node, or --api/--data, not both",
                       kFeedHelp);
   }
-  std::string cursor;
-  if (const std::string* s = args.Flag("--since")) cursor = *s;
-  const std::string* cursor_file = args.Flag("--cursor-file");
-  if (cursor_file != nullptr) {
-    bool exists = false;
-    std::string stored;
-    const Status st = ReadCursorFile(*cursor_file, &stored, &exists);
-    if (!st.ok()) {
-      std::fprintf(stderr, "crawlctl feed: %s\n", st.message().c_str());
-      return kExitUsage;
-    }
-    if (exists) cursor = stored;
-  }
-  if (auto c = store::ParseFeedCursor(cursor); !c.ok()) {
+  if (auto c = store::ParseFeedCursor(flags.cursor); !c.ok()) {
     return UsageError("feed", c.status().message(), kFeedHelp);
   }
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point deadline =
-      max_seconds >= 0 ? Clock::now() + std::chrono::seconds(max_seconds)
-                       : Clock::time_point::max();
-  auto ms_left = [&]() -> long {
-    if (deadline == Clock::time_point::max()) return 1000;
-    return static_cast<long>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                              Clock::now())
-            .count());
-  };
   const bool as_json = args.common.json;
-  HeldSignals signals;
-  for (;;) {
-    if (signals.Wait(0) || ms_left() <= 0) break;
+  TailLoop tail("feed", std::move(flags));
+  while (tail.Go()) {
     std::vector<store::FeedPage> pages(sources.size());
     for (size_t i = 0; i < sources.size(); ++i) {
-      if (int rc = ReadFeedSource(sources[i], cursor, limit,
+      if (int rc = ReadFeedSource(sources[i], tail.cursor(), tail.limit(),
                                   sources.size() == 1, &pages[i])) {
         if (rc == kExitUnreachable) {
           std::fprintf(stderr,
@@ -1237,8 +1243,8 @@ int RunFeed(const Args& args) {
       }
     }
     const store::FeedMerge merged =
-        store::MergeFeedPages(pages, static_cast<size_t>(limit));
-    std::string next = cursor;
+        store::MergeFeedPages(pages, static_cast<size_t>(tail.limit()));
+    std::string next = tail.cursor();
     for (const auto& [p, i] : merged.order) {
       const store::FeedEntry& e = pages[p].entries[i];
       const std::string id = std::to_string(e.id);
@@ -1265,26 +1271,9 @@ int RunFeed(const Args& args) {
       }
       next = id;
     }
-    // The cursor moves on only once the batch is out of our hands.
-    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-      std::fprintf(stderr, "crawlctl feed: cannot write output: %s\n",
-                   std::strerror(errno));
-      return kExitUsage;
-    }
-    if (cursor_file != nullptr && next != cursor) {
-      const Status st = WriteCursorFile(*cursor_file, next);
-      if (!st.ok()) {
-        std::fprintf(stderr, "crawlctl feed: %s\n", st.message().c_str());
-        return kExitUsage;
-      }
-    }
-    cursor = next;
-    const bool full = merged.order.size() >= static_cast<size_t>(limit);
-    if (once) break;
-    if (full) continue;  // more is waiting: ask again at once
-    if (!follow) break;  // caught up
-    const long wait = std::min(1000L, ms_left());
-    if (wait > 0 && signals.Wait(wait)) break;
+    bool more = false;
+    if (int rc = tail.Done(next, merged.order.size(), &more)) return rc;
+    if (!more) break;
   }
   return kExitOk;
 }
