@@ -27,6 +27,8 @@ namespace crawld::store {
 
 namespace {
 
+using internal::Errno;
+
 constexpr uint64_t kMinSegmentBytes = 4096;
 // Longest feed line accepted by the reader; a writer line is a few hundred
 // bytes plus two URLs, so anything near this is damage, not data.
@@ -41,17 +43,6 @@ constexpr char kMarkMagic[8] = {'c', 'r', 'a', 'w', 'l', 'd', 'F', 'M'};
 constexpr uint32_t kMarkVersion = 1;
 constexpr size_t kBootIdBytes = 40;
 constexpr char kDirLock[] = "/feed.lock";
-
-std::string Errno(const std::string& what) {
-  const int e = errno;
-  std::string msg = what + ": " + strerror(e);
-  if (e == ENOSPC || e == EDQUOT) {
-    msg += " (disk full: free space, then resume the crawl)";
-  } else if (e == EROFS || e == EACCES || e == EPERM) {
-    msg += " (the directory is not writable)";
-  }
-  return msg;
-}
 
 std::string SegmentName(int worker, uint32_t segment) {
   char buf[64];

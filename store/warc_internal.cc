@@ -4,8 +4,10 @@
 #include <time.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "base/ascii.h"
 #include "base/time.h"
@@ -316,6 +318,17 @@ std::optional<Json> ParseFlatJsonObject(std::string_view text) {
     }
   }
   return std::move(j).value();
+}
+
+std::string Errno(const std::string& what) {
+  const int e = errno;
+  std::string msg = what + ": " + strerror(e);
+  if (e == ENOSPC || e == EDQUOT) {
+    msg += " (disk full: free space, then resume the crawl)";
+  } else if (e == EROFS || e == EACCES || e == EPERM) {
+    msg += " (the directory is not writable)";
+  }
+  return msg;
 }
 
 std::string Timestamp14(int64_t time_us) {

@@ -89,6 +89,12 @@ std::optional<Json> ParseFlatJsonObject(std::string_view text);
 // Epoch microseconds -> 14-digit UTC "YYYYMMDDhhmmss".
 std::string Timestamp14(int64_t time_us);
 
+// "<what>: <strerror(errno)>", with what to do about the usual causes (a
+// full disk, a directory that is not writable): the text an operator sees
+// when the WARC, index or feed writer fails. Read errno right after the
+// failed call.
+std::string Errno(const std::string& what);
+
 }  // namespace crawld::store::internal
 
 #endif  // CRAWLD_STORE_WARC_INTERNAL_H_

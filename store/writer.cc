@@ -25,6 +25,8 @@ namespace crawld::store {
 
 namespace {
 
+using internal::Errno;
+
 constexpr std::string_view kConformsTo =
     "http://iipc.github.io/warc-specifications/specifications/warc-format/"
     "warc-1.1/";
@@ -45,18 +47,6 @@ Options Sanitize(Options o) {
       std::clamp<uint64_t>(o.max_record_bytes, 1ull << 20, 4ull << 30);
   o.feed_segment_bytes = std::max<uint64_t>(o.feed_segment_bytes, 4096);
   return o;
-}
-
-// "<what>: <strerror>", with what to do about the usual causes.
-std::string Errno(const std::string& what) {
-  const int e = errno;
-  std::string msg = what + ": " + strerror(e);
-  if (e == ENOSPC || e == EDQUOT) {
-    msg += " (disk full: free space, then resume the crawl)";
-  } else if (e == EROFS || e == EACCES || e == EPERM) {
-    msg += " (the directory is not writable)";
-  }
-  return msg;
 }
 
 // A WARC-Record-ID (WARC 1.1 section 5.2): "<" uri ">", the uri with a
