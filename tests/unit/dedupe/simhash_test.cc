@@ -145,6 +145,16 @@ TEST(SimHash, EqualsPlainVoting) {
   }
 }
 
+// Separators around and between words (leading ones too) are one space in
+// the shingles, on both paths: fewer words than a shingle (the whole text
+// is one feature) and more.
+TEST(SimHash, SeparatorsAreOneSpaceInTheShingles) {
+  EXPECT_EQ(SimHash(" \t,word"), PlainSimHash({"word"}));
+  EXPECT_EQ(SimHash("..Word,\n\nNext!  "), PlainSimHash({"word", "next"}));
+  EXPECT_EQ(SimHash("\n  one, TWO;three\tfour. "),
+            PlainSimHash({"one", "two", "three", "four"}));
+}
+
 TEST(SimHash, UnrelatedTextsAreFarApart) {
   TextMaker m(3);
   int total = 0;
